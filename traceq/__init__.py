@@ -1,0 +1,14 @@
+"""traceq: where did the GPU step time go, and why?
+
+Reads Nsight Systems exports and PyTorch-profiler (Kineto) traces into one columnar event table
+(polars on Arrow) and analyses it.  Start with :func:`traceq.load`.
+"""
+
+from __future__ import annotations
+
+from traceq.api import Trace, TraceMeta, info, load
+from traceq.errors import TraceqError
+
+__version__ = "0.1.0"
+
+__all__ = ["Trace", "TraceMeta", "TraceqError", "__version__", "info", "load"]

@@ -1,0 +1,164 @@
+"""The ``traceq`` command line: a thin layer over :mod:`traceq.api`.
+
+Errors from the :class:`~traceq.errors.TraceqError` hierarchy are translated here, once, into one
+line on stderr and a non-zero exit code; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import polars as pl
+
+from traceq import api, schema
+from traceq.errors import InvalidArgumentError, OutputExistsError, TraceqError
+from traceq.importers import FORMATS
+from traceq.report.info_text import render_info
+
+EXIT_INTERNAL_ERROR = 70
+
+
+class _TraceqGroup(click.Group):
+    """A click group that turns traceq errors into one line and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        debug = "--debug" in sys.argv[1:] or bool(ctx.params.get("debug"))
+        try:
+            return super().invoke(ctx)
+        except TraceqError as exc:
+            if debug:
+                raise
+            click.echo(f"traceq: error: {exc.one_line()}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("traceq: interrupted", err=True)
+            ctx.exit(130)
+        except Exception as exc:
+            if debug:
+                raise
+            click.echo(
+                f"traceq: internal error: {type(exc).__name__}: {exc} "
+                "(rerun with --debug for the traceback and report it)",
+                err=True,
+            )
+            ctx.exit(EXIT_INTERNAL_ERROR)
+
+
+_paths = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+_format_opt = click.option(
+    "--input-format",
+    "input_format",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="Read the inputs as this format instead of sniffing it.",
+)
+
+
+@click.group(cls=_TraceqGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="traceq")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+def cli(debug: bool) -> None:
+    """Where did the GPU step time go, and why?
+
+    traceq reads Nsight Systems exports (.sqlite, or .nsys-rep with nsys on PATH) and PyTorch
+    profiler traces (.json, .json.gz; a directory of ranks) into one event table.
+    """
+
+
+@cli.command()
+@_paths
+@_format_opt
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def info(paths: tuple[Path, ...], input_format: Any, as_json: bool) -> None:
+    """Metadata, rows per kind and import statistics of a trace."""
+    trace = api.load(list(paths), fmt=input_format)
+    summary = api.info(trace)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        click.echo(render_info(summary), nl=False)
+
+
+_EVENT_COLUMNS = ("kind", "start_ns", "end_ns", "name", "pid", "tid", "device", "stream", "correlation", "rank")
+
+
+@cli.command()
+@_paths
+@_format_opt
+@click.option(
+    "--kind", "kinds", multiple=True, type=click.Choice(schema.KINDS), help="Only rows of this kind (repeatable)."
+)
+@click.option("--name", "name_pattern", default=None, help="Only rows whose name matches this regex.")
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=20, show_default=True, help="At most this many rows (0: all)."
+)
+@click.option("--all-columns", is_flag=True, help="Every column of the event table, not the usual few.")
+@click.option(
+    "--format", "output_format", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True
+)
+def events(
+    paths: tuple[Path, ...],
+    input_format: Any,
+    kinds: tuple[str, ...],
+    name_pattern: str | None,
+    limit: int,
+    all_columns: bool,
+    output_format: str,
+) -> None:
+    """Rows of the unified event table, in time order."""
+    trace = api.load(list(paths), fmt=input_format)
+    frame = trace.events
+    if kinds:
+        frame = frame.filter(pl.col("kind").is_in(kinds))
+    if name_pattern is not None:
+        try:
+            frame = frame.filter(pl.col("name").cast(pl.String).str.contains(name_pattern))
+        except pl.exceptions.ComputeError as exc:
+            raise InvalidArgumentError(f"--name {name_pattern!r} is not a valid regex ({exc})") from exc
+    if limit:
+        frame = frame.head(limit)
+    if not all_columns:
+        frame = frame.select(_EVENT_COLUMNS)
+    if output_format == "csv":
+        click.echo(frame.write_csv(), nl=False)
+    elif output_format == "json":
+        rows = frame.with_columns(pl.col(pl.Categorical, pl.Enum).cast(pl.String)).to_dicts()
+        click.echo(json.dumps(rows, indent=1))
+    else:
+        with pl.Config(
+            tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200, tbl_hide_dataframe_shape=True
+        ):
+            click.echo(str(frame))
+
+
+@cli.command()
+@_paths
+@_format_opt
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="out.parquet or out.db")
+@click.option("--force", is_flag=True, help="Overwrite the output if it exists.")
+def convert(paths: tuple[Path, ...], input_format: Any, output: Path, force: bool) -> None:
+    """Write the event table as Parquet (.parquet) or an SQLite database (.db, .sqlite)."""
+    suffix = output.suffix.lower()
+    if suffix not in (".parquet", ".db", ".sqlite"):
+        raise InvalidArgumentError(f"cannot write {output}: use a .parquet, .db or .sqlite output name")
+    if output.exists() and not force:
+        raise OutputExistsError("exists", path=output, hint="pass --force to overwrite it")
+    trace = api.load(list(paths), fmt=input_format)
+    if output.exists():
+        output.unlink()
+    if suffix == ".parquet":
+        trace.to_parquet(output)
+    else:
+        trace.to_sqlite(output)
+    click.echo(f"wrote {output} ({trace.events.height:,} rows)")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="traceq")

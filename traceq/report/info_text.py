@@ -1,0 +1,67 @@
+"""Plain-text rendering of :func:`traceq.api.info` (``traceq info``), readable in 80 columns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _gpu_line(gpu: Mapping[str, Any]) -> str:
+    bits = []
+    if gpu.get("sm_count"):
+        bits.append(f"{gpu['sm_count']} SMs")
+    if gpu.get("memory_bytes"):
+        bits.append(f"{gpu['memory_bytes'] / 2**30:.1f} GiB")
+    if gpu.get("compute_capability"):
+        bits.append(f"cc {gpu['compute_capability']}")
+    extra = f" ({', '.join(bits)})" if bits else ""
+    return f"GPU {gpu['device']}: {gpu.get('name') or 'unknown'}{extra}"
+
+
+def render_info(info: Mapping[str, Any]) -> str:
+    """The ``traceq info`` text: sources, row counts per kind, import statistics, warnings."""
+    lines: list[str] = []
+    for src in info["sources"]:
+        version = f" {src['format_version']}" if src.get("format_version") else ""
+        producer = f" ({src['producer']}{version})" if src.get("producer") else ""
+        lines.append(f"source   {src['path']}")
+        lines.append(f"format   {src['format']}{producer}")
+        if src.get("rank") is not None:
+            world = f" of {src['world_size']}" if src.get("world_size") else ""
+            lines.append(f"rank     {src['rank']}{world}")
+        for gpu in src.get("gpus", []):
+            lines.append(f"         {_gpu_line(gpu)}")
+        lines.append("")
+    lines.append(f"events   {_n(info['rows'])} rows")
+    kinds: Mapping[str, int] = info["kinds"]
+    for kind, count in kinds.items():
+        if count:
+            lines.append(f"  {kind:<10} {_n(count):>12}")
+    lines.append("")
+    lines.extend(_stats_table(info["import_stats"]))
+    if info["warnings"]:
+        lines.append("")
+        lines.append("warnings")
+        lines.extend(f"  {w}" for w in info["warnings"])
+    return "\n".join(lines) + "\n"
+
+
+def _stats_table(stats: Sequence[Mapping[str, Any]]) -> list[str]:
+    several = len({s["source"] for s in stats}) > 1
+    lines = ["import statistics (source events -> rows + skipped)"]
+    lines.append(f"  {'category':<36} {'events':>10} {'rows':>10} {'skipped':>9}")
+    for s in stats:
+        category = f"{s['source']}: {s['category']}" if several else s["category"]
+        skipped = sum(s["skipped"].values())
+        lines.append(f"  {category[:36]:<36} {_n(s['events']):>10} {_n(s['rows']):>10} {_n(skipped):>9}")
+        for reason, count in s["skipped"].items():
+            lines.append(f"      {'- ' + reason:<32} {'':>10} {'':>10} {_n(count):>9}")
+    total_events = sum(s["events"] for s in stats)
+    total_rows = sum(s["rows"] for s in stats)
+    total_skipped = total_events - total_rows
+    lines.append(f"  {'total':<36} {_n(total_events):>10} {_n(total_rows):>10} {_n(total_skipped):>9}")
+    return lines
