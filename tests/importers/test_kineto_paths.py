@@ -1,0 +1,291 @@
+"""The two parsers of the Kineto importer: the columnar fast path and the lenient fallback.
+
+Specification: wherever the fast path accepts a file, both give identical tables and stats; the
+fast path declines (never guesses) on anything that is not strict JSON, and the lenient path then
+repairs what it can and says so in ``meta.warnings``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from traceq import schema
+from traceq.errors import UnsupportedFormatError
+from traceq.importers import kineto_scan
+from traceq.importers.kineto import read_kineto
+from traceq.importers.kineto_lenient import float_text
+from traceq.importers.result import ImportResult
+
+
+def kineto_text(events: list[dict[str, Any]], **top: Any) -> str:
+    """Pretty-printed the way libkineto writes: each event spread over several lines."""
+    body = ",\n".join("  " + json.dumps(e, indent=4, ensure_ascii=False).replace("\n", "\n  ") for e in events)
+    head = "".join(f'  "{k}": {json.dumps(v)},\n' for k, v in top.items())
+    return "{\n" + head + '  "traceEvents": [\n' + body + "\n  ]\n}\n"
+
+
+TRICKY_EVENTS: list[dict[str, Any]] = [
+    {"ph": "X", "cat": "cpu_op", "name": 'a "quoted" name', "pid": 7, "tid": 8, "ts": 1.5, "dur": 2},
+    {"ph": "X", "cat": "cpu_op", "name": "C:\\path\\to\\file.py(12): fn", "pid": 7, "tid": 8, "ts": 2, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": 'tricky }, { and ], [ and \\" inside', "pid": 7, "tid": 8, "ts": 3, "dur": 1},
+    {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "ünïcødé ✓ 🚀 kernel",
+        "pid": 0,
+        "tid": 7,
+        "ts": 4,
+        "dur": 1,
+        "args": {"correlation": 3},
+    },
+    {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": "nested",
+        "pid": 7,
+        "tid": 8,
+        "ts": 5,
+        "dur": 1,
+        "args": {
+            "pg_config": [{"a": 1}, {"b": [2, {"c": "}, {"}]}],
+            "Input Dims": [[1, 2], []],
+            "occupancy": {"x": {}},
+        },
+    },
+    {"ph": "X", "cat": "cpu_op", "name": "float pid", "pid": 7.0, "tid": True, "ts": 6, "dur": 0},
+    {"ph": "X", "cat": "Trace", "name": "span", "pid": "Spans", "tid": "stream 7", "ts": 1e3, "dur": 2.5e-3},
+    {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": "cudaLaunchKernel",
+        "pid": 7,
+        "tid": 8,
+        "ts": 3.9,
+        "dur": 0.2,
+        "args": {"correlation": 3},
+    },
+    {"ph": "s", "id": "0x1f", "pid": 7, "tid": 8, "ts": 3.9, "cat": "ac2g", "name": "ac2g"},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 7, "tid": 8, "ts": 6.25, "args": {}},
+    {"ph": "X", "cat": "kernel", "name": "no args", "pid": 0, "tid": 7, "ts": 7, "dur": 1, "args": None},
+    {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "inductor grid",
+        "pid": 0,
+        "tid": 7,
+        "ts": 8,
+        "dur": 1,
+        "args": {"grid": "grid(100,)"},
+    },
+    {"ph": "M", "name": "thread_name", "pid": 7, "tid": 8, "args": {"name": "thread 8 (python)"}},
+    {"ph": "X", "cat": "cpu_op", "name": "big ts", "pid": 7, "tid": 8, "ts": 1610366387140599, "dur": 14},
+]
+
+
+def both(path: Path) -> tuple[ImportResult, ImportResult]:
+    return read_kineto(path, parser="fast"), read_kineto(path, parser="lenient")
+
+
+def assert_identical(fast: ImportResult, lenient: ImportResult) -> None:
+    assert schema.to_polars(fast.events).equals(schema.to_polars(lenient.events))
+    assert fast.stats == lenient.stats
+    assert fast.meta.properties["traceq.parser"] == "fast"
+    assert lenient.meta.properties["traceq.parser"] == "lenient"
+
+
+@pytest.mark.parametrize(
+    "render",
+    [
+        pytest.param(lambda events: kineto_text(events, schemaVersion=1), id="kineto-pretty"),
+        pytest.param(lambda events: json.dumps({"traceEvents": events}, separators=(",", ":")), id="compact"),
+        pytest.param(lambda events: kineto_text(events).replace("\n", "\r\n"), id="crlf"),
+        pytest.param(lambda events: json.dumps(events, indent=2), id="array-form"),
+        pytest.param(lambda events: json.dumps(events)[:-1], id="array-form-unclosed"),
+        pytest.param(lambda events: "\ufeff" + json.dumps({"traceEvents": events, "traceName": "t"}), id="bom"),
+    ],
+)
+def test_fast_and_lenient_paths_give_identical_tables(tmp_path: Path, render: Any) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(render(TRICKY_EVENTS), encoding="utf-8")
+    assert_identical(*both(path))
+
+
+def test_tricky_values_read_as_expected(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(kineto_text(TRICKY_EVENTS), encoding="utf-8")
+    df = schema.to_polars(read_kineto(path, parser="fast").events)
+    names = df["name"].cast(pl.String).to_list()
+    assert names[:4] == [
+        'a "quoted" name',
+        "C:\\path\\to\\file.py(12): fn",
+        'tricky }, { and ], [ and \\" inside',
+        "cudaLaunchKernel",
+    ]
+    span = df.filter(pl.col("start_ns") == 1_000_000).row(0, named=True)
+    # dur 2.5e-3 µs is 2.5 ns, rounded half to even; "Spans" is not a pid.
+    assert (span["name"], span["pid"], span["end_ns"]) == ("span", None, 1_000_002)
+    float_pid = df.filter(pl.col("name") == "float pid").row(0, named=True)
+    assert (float_pid["pid"], float_pid["tid"]) == (7, None)
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 2, 3, 5, 7, 13, 64])
+def test_scanner_chunk_boundaries_do_not_change_the_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int
+) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(kineto_text(TRICKY_EVENTS, schemaVersion=1), encoding="utf-8")
+    expected = read_kineto(path, parser="lenient")
+    monkeypatch.setattr(kineto_scan, "SCAN_CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(kineto_scan, "BLOCK_BYTES", chunk_bytes * 10)
+    assert_identical(read_kineto(path, parser="fast"), expected)
+
+
+def test_blocks_split_only_between_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kineto_scan, "SCAN_CHUNK_BYTES", 50)
+    monkeypatch.setattr(kineto_scan, "BLOCK_BYTES", 1)
+    buf = bytearray(kineto_text(TRICKY_EVENTS).encode())
+    container, start = kineto_scan.locate_event_array(buf)
+    array = kineto_scan.rewrite_as_ndjson(buf, container, start)
+    assert array.events == len(TRICKY_EVENTS)
+    assert len(array.blocks) > 3
+    for block in array.blocks:
+        lines = [line for line in bytes(buf[block.begin : block.end]).split(b"\n") if line.strip()]
+        assert [json.loads(line) for line in lines] == TRICKY_EVENTS[block.first : block.first + block.events]
+    assert sum(block.events for block in array.blocks) == len(TRICKY_EVENTS)
+
+
+def test_non_string_names_are_left_to_the_lenient_path_which_keeps_their_json_text(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(
+        json.dumps([{"ph": "X", "cat": {"odd": 1}, "name": ["a", 1], "pid": 1, "tid": 1, "ts": 1, "dur": 1}])
+    )
+    with pytest.raises(UnsupportedFormatError, match="fast JSON path declined"):
+        read_kineto(path, parser="fast")
+    df = schema.to_polars(read_kineto(path).events)
+    assert df.select(pl.col("name", "category").cast(pl.String)).row(0) == ('["a", 1]', '{"odd": 1}')
+
+
+def test_escaped_surrogate_pairs_stay_on_the_fast_path(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(event_text('"pair \\ud83d\\ude80 and \\\\ud800 as text"'))
+    fast, lenient = both(path)
+    assert_identical(fast, lenient)
+    assert schema.to_polars(fast.events)["name"].cast(pl.String).to_list() == ["ok", "pair 🚀 and \\ud800 as text"]
+
+
+def test_duplicate_keys_keep_the_first_value_on_both_paths(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(
+        '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "first", "name": "second", "pid": 0, "tid": 7, '
+        '"ts": 1, "dur": 1, "args": {"correlation": 1, "correlation": 2}}]}'
+    )
+    fast, lenient = both(path)
+    assert_identical(fast, lenient)
+    assert schema.to_polars(fast.events).select(pl.col("name").cast(pl.String), "correlation").row(0) == ("first", 1)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "1e20",
+        "1.5e-7",
+        "123456789.123",
+        "0.1",
+        "1e16",
+        "-0.0",
+        "1.0",
+        "3.14159265358979",
+        "5e-324",
+        "0.30000000000000004",
+    ],
+)
+def test_numbers_in_string_fields_are_spelled_like_polars_spells_them(value: str) -> None:
+    polars_text = pl.read_ndjson(f'{{"a": {value}}}'.encode(), schema={"a": pl.String})["a"][0]
+    assert float_text(json.loads(value)) == polars_text
+
+
+# --------------------------------------------------------------------------------------------
+# What the fast path declines, and how the lenient path repairs it
+
+
+def event_text(name_json: str, *, dur: str = "1", args: str = "{}") -> str:
+    return (
+        '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ok", "pid": 1, "tid": 1, "ts": 1, "dur": 1},\n'
+        f'{{"ph": "X", "cat": "cpu_op", "name": {name_json}, "pid": 1, "tid": 1, "ts": 2, "dur": {dur}, '
+        f'"args": {args}}}]}}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "name", "warning"),
+    [
+        pytest.param(
+            event_text('"C:\\Users\\me\\data\\x.py \\u12"').encode(),
+            "C:\\Users\\me\\data\\x.py \\u12",
+            "escaped 5 stray backslashes",
+            id="unescaped-backslash",
+        ),
+        pytest.param(event_text('"two\nlines"').encode(), "two\nlines", "raw line break", id="raw-newline"),
+        pytest.param(event_text('"bell\x07"').encode(), "bell\x07", "not strict JSON", id="control-character"),
+        pytest.param(event_text('"caf\xe9"').encode("latin-1"), "caf\ufffd", "invalid UTF-8", id="invalid-utf8"),
+        pytest.param(
+            event_text('"lone \\ud800 surrogate"').encode(), "lone \ufffd surrogate", "surrogate", id="lone-surrogate"
+        ),
+    ],
+)
+def test_lenient_path_repairs_strings_the_fast_path_declines(
+    tmp_path: Path, raw: bytes, name: str, warning: str
+) -> None:
+    path = tmp_path / "t.json"
+    path.write_bytes(raw)
+    with pytest.raises(UnsupportedFormatError, match="fast JSON path declined"):
+        read_kineto(path, parser="fast")
+    result = read_kineto(path)
+    df = schema.to_polars(result.events)
+    assert df["name"].cast(pl.String).to_list() == ["ok", name]
+    assert result.meta.properties["traceq.parser"] == "lenient"
+    assert any(warning in w for w in result.meta.warnings), result.meta.warnings
+
+
+@pytest.mark.parametrize("token", ["NaN", "N/A", "nan", "-Infinity", "undefined"])
+def test_bare_non_json_numbers_read_as_null(tmp_path: Path, token: str) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(event_text('"odd dur"', dur=token, args=f'{{"bytes": {token}}}'))
+    result = read_kineto(path)
+    df = schema.to_polars(result.events)
+    assert df.select(pl.col("name").cast(pl.String), "start_ns", "end_ns", "bytes").rows() == [
+        ("ok", 1000, 2000, None),
+        ("odd dur", 2000, 2000, None),
+    ]
+    assert "1 X events have no dur; read as zero-length" in result.meta.warnings
+
+
+def test_trailing_garbage_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(event_text('"b"') + "\n\x00\x00 garbage")
+    result = read_kineto(path)
+    assert result.events.num_rows == 2
+    assert any("trailing garbage" in w for w in result.meta.warnings)
+
+
+def test_a_declined_fast_path_is_reported_in_the_warnings(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(event_text('"C:\\path"'))
+    warnings = read_kineto(path).meta.warnings
+    assert warnings[0].startswith("the fast JSON path declined the file (polars rejected an event")
+    assert warnings[0].endswith("it was read with the slower lenient parser")
+
+
+def test_non_object_elements_are_skipped_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text('[{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}, 5, "x", null]')
+    result = read_kineto(path)
+    assert result.events.num_rows == 1
+    counts = {c.category: (c.events, c.rows, dict(c.skipped)) for c in result.stats.counts}
+    assert counts["(not an event object)"] == (3, 0, {"not a JSON object": 3})
+    assert result.stats.events == 4

@@ -1,0 +1,114 @@
+"""Import PyTorch profiler (Kineto) and other Chrome-trace JSON files: :func:`read_kineto`.
+
+The work is split by stage, one module each:
+
+* :mod:`~traceq.importers.kineto_scan` -- bytes: gunzip, find the event array, rewrite it as NDJSON;
+* :mod:`~traceq.importers.kineto_parse` -- the raw event frame by the columnar fast path, and
+  :mod:`~traceq.importers.kineto_lenient` -- the same frame by the lenient fallback;
+* :mod:`~traceq.importers.kineto_compact` -- per-event normalisation, a block at a time;
+* :mod:`~traceq.importers.kineto_normalise` -- what needs the whole trace: pairs, links, kinds, stats;
+* :mod:`~traceq.importers.kineto_meta` -- SourceMeta.
+
+This module ties them together and owns the errors the user sees.  ``docs/importers-kineto.md``
+describes what is read per PyTorch era and why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+
+from traceq import schema
+from traceq.errors import EmptyTraceError, UnsupportedFormatError
+from traceq.importers.kineto_compact import compact
+from traceq.importers.kineto_lenient import parse_lenient
+from traceq.importers.kineto_meta import build_meta, distributed_int, event_facts
+from traceq.importers.kineto_normalise import normalise
+from traceq.importers.kineto_parse import ParsedTrace, parse_fast
+from traceq.importers.kineto_scan import FastPathDeclined, read_trace_bytes
+from traceq.importers.result import ImportResult
+from traceq.stats import ImportStats
+
+Parser = Literal["auto", "fast", "lenient"]
+
+
+def read_kineto(path: Path, *, parser: Parser = "auto") -> ImportResult:
+    """Import one ``.json`` or ``.json.gz`` Chrome trace (gzip is detected from the content).
+
+    Returns the event table (columns of :mod:`traceq.schema`, sorted by ``start_ns`` then
+    ``end_ns``, times in ns on the trace's own clock), per-category stats and the file's meta.
+    ``parser`` forces one of the two parsers (for tests and benchmarks): ``"fast"`` raises
+    :class:`~traceq.errors.UnsupportedFormatError` where ``"auto"`` would fall back.
+    """
+    path = Path(path)
+    parsed = _parse(path, parser)
+    events, total = parsed.events, parsed.events.height + parsed.non_objects
+    if total == 0:
+        raise EmptyTraceError(
+            "the trace holds no events", path=path, hint="the profiler recorded nothing; profile again"
+        )
+    if events.height and events["ph"].null_count() == events.height:
+        raise UnsupportedFormatError(
+            "no event has a 'ph' (phase) field, so this is not a Chrome trace",
+            path=path,
+            hint="traceq reads PyTorch profiler / Chrome-trace JSON",
+        )
+    facts = event_facts(events)
+    top, container, parser_used, non_objects = parsed.top, parsed.container, parsed.parser, parsed.non_objects
+    warnings = parsed.warnings
+    # From here on `events` is the only reference to the event frame, so that it can be let go
+    # once the rows are made: the sorted copy of the rows should not coexist with it.
+    del parsed
+    result = normalise(events, source=str(path), rank=distributed_int(top, "rank"), non_objects=non_objects)
+    del events
+    counts, rows, warnings = result.counts, result.rows, warnings + result.warnings
+    del result
+    if rows.height == 0:
+        raise EmptyTraceError(
+            f"none of the {total} events is a timed event (all metadata, flows or unsupported phases)",
+            path=path,
+            hint="the trace holds no activity to analyse; profile again",
+        )
+    table = schema.validate(schema.conform(_sorted_by_time(rows)))
+    meta = build_meta(path, top, facts, table, container=container, parser=parser_used, warnings=warnings)
+    return ImportResult(events=table.to_arrow(), stats=ImportStats.of(counts), meta=meta)
+
+
+def _sorted_by_time(rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` by (start_ns, end_ns, file order), without ``idx``; empties ``rows`` as it goes.
+
+    Gathering one column at a time and dropping the unsorted one keeps a second copy of the
+    table from ever existing (a plain ``sort`` would double the peak memory of this step).
+    """
+    order = rows.select(pl.arg_sort_by("start_ns", "end_ns", "idx")).to_series()
+    rows.drop_in_place("idx")
+    columns = []
+    for name in list(rows.columns):
+        columns.append(rows.drop_in_place(name).gather(order))
+    return pl.DataFrame(columns)
+
+
+def _parse(path: Path, parser: Parser) -> ParsedTrace:
+    if parser == "lenient":
+        return parse_lenient(read_trace_bytes(path), path, compact)
+    buf = read_trace_bytes(path)
+    try:
+        return parse_fast(buf, compact)
+    except FastPathDeclined as declined:
+        if parser == "fast":
+            raise UnsupportedFormatError(
+                f"the fast JSON path declined the file ({declined.reason})", path=path, hint="use parser='auto'"
+            ) from declined
+        reason = declined.reason
+    # The fast path rewrote the buffer in place, so read the file again.
+    del buf
+    lenient = parse_lenient(read_trace_bytes(path), path, compact)
+    note = f"the fast JSON path declined the file ({reason}); it was read with the slower lenient parser"
+    return ParsedTrace(
+        lenient.events, lenient.top, lenient.container, lenient.parser, lenient.non_objects, (note, *lenient.warnings)
+    )
+
+
+__all__ = ["Parser", "read_kineto"]

@@ -1,0 +1,222 @@
+"""Per-event normalisation for the Kineto importer: :func:`compact` and what it needs.
+
+:func:`compact` runs on each block of the raw frame (``kineto_parse.RAW_SCHEMA``) as it is
+parsed and keeps only typed, narrow columns (:data:`COMPACT_SCHEMA`): times in ns, the phase
+outcome, ids parsed from text, ``grid``/``block`` split into ints.  Whatever needs only the event
+itself is done here, so the raw string columns of a whole file never coexist; what needs the whole
+trace is in :mod:`traceq.importers.kineto_normalise`.  Also here: the time conversion, the parsing
+of ids written as text, and the skip reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+import polars as pl
+
+_ROW_PHASES: Final = frozenset({"X", "B", "E", "i", "I"})
+"""Phases that can become rows: complete events, begin/end pairs, instants (and the old ``I``)."""
+_TRIPLE: Final = r"^\[\s*(?<x>-?\d+)\s*,\s*(?<y>-?\d+)\s*,\s*(?<z>-?\d+)\s*\]$"
+"""A kernel's ``grid``/``block`` as polars spells the ``[x, y, z]`` array it read into a string."""
+
+MAX_ABS_US: Final = 4e15
+"""|ts| and dur at or beyond this (year 2096 as epoch µs) are out of range, so that ts + dur fits int64 ns."""
+
+ROW: Final = "row"
+"""The outcome of an event that becomes a row; every other outcome is a skip reason (stats)."""
+SKIP_NO_PHASE: Final = "no ph"
+SKIP_METADATA: Final = "metadata"
+SKIP_FLOW: Final = "flow"
+SKIP_NO_TS: Final = "no ts"
+SKIP_OUT_OF_RANGE: Final = "ts or dur out of range"
+SKIP_PAIR_END: Final = "E merged into its B row"
+SKIP_UNPAIRED_E: Final = "unpaired E"
+SKIP_UNCLOSED_B: Final = "B never closed"
+SKIP_NOT_OBJECT: Final = "not a JSON object"
+
+COMPACT_SCHEMA: Final = pl.Schema(
+    {
+        "idx": pl.UInt32(),
+        "ph": pl.Categorical(),
+        "cat": pl.Categorical(),
+        "name": pl.Categorical(),
+        "pid_text": pl.Categorical(),
+        "tid_key": pl.Categorical(),
+        "stream_tid": pl.Boolean(),
+        "start_ns": pl.Int64(),
+        "end_ns": pl.Int64(),
+        "outcome": pl.Categorical(),
+        "no_dur": pl.Boolean(),
+        "negative_dur": pl.Boolean(),
+        "flow_id": pl.Int64(),
+        "bp_e": pl.Boolean(),
+        "correlation": pl.Int64(),
+        "external_id": pl.Int64(),
+        "bytes": pl.Int64(),
+        "context": pl.Int64(),
+        "registers_per_thread": pl.Int32(),
+        "shared_memory_bytes": pl.Int64(),
+        "graph_id": pl.Int64(),
+        "device_arg": pl.Int64(),
+        "stream_arg": pl.Int64(),
+        "has_collective": pl.Boolean(),
+        "meta_name": pl.Categorical(),
+        "grid_x": pl.Int32(),
+        "grid_y": pl.Int32(),
+        "grid_z": pl.Int32(),
+        "block_x": pl.Int32(),
+        "block_y": pl.Int32(),
+        "block_z": pl.Int32(),
+    }
+)
+"""One row per event, as :func:`compact` leaves it.  ``pid_text``/``tid_key`` are the raw pid and
+tid text (tid without its ``"stream "`` prefix), ``stream_tid`` says the tid had that prefix;
+``outcome`` is ``row`` or the skip reason; ``*_arg`` are ``args.device``/``args.stream``;
+``meta_name`` is ``args.name`` (the payload of ``M`` events)."""
+
+PER_EVENT_ARG_COLUMNS: Final = (
+    "correlation",
+    "external_id",
+    "bytes",
+    "context",
+    "registers_per_thread",
+    "shared_memory_bytes",
+    "graph_id",
+    "device_arg",
+    "stream_arg",
+    "has_collective",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+)
+"""Columns from ``args`` that a ``B`` row takes from its ``E`` where it lacks them (the format merges
+the args of the two)."""
+
+
+def us_to_ns(us: pl.Expr) -> pl.Expr:
+    """Microseconds (a double) to int64 ns, rounded half to even.
+
+    Computed as ``floor(us) * 1000 + round(frac(us) * 1000)`` rather than ``round(us * 1000)``:
+    the product of an epoch-µs integer (~1.7e15) and 1000 is not exact in a double, the split is.
+    For Kineto's three-decimal output this is the exact ns value the writer started from.
+    """
+    whole = us.floor()
+    return whole.cast(pl.Int64) * 1000 + ((us - whole) * 1000).round().cast(pl.Int64)
+
+
+def int_from_text(text: pl.Expr) -> pl.Expr:
+    """Text read as int64: decimal, ``0x`` hex, ``stream N``, or integral like ``7.0``; else null."""
+    t = text.str.strip_chars().str.strip_prefix("stream ")
+    as_float = t.cast(pl.Float64, strict=False)
+    integral = pl.when(as_float.is_finite() & (as_float == as_float.floor()) & (as_float.abs() < 2**53)).then(
+        as_float.cast(pl.Int64, strict=False)
+    )
+    hexadecimal = pl.when(t.str.starts_with("0x") | t.str.starts_with("0X")).then(
+        t.str.slice(2).str.to_integer(base=16, strict=False)
+    )
+    return pl.coalesce(t.str.to_integer(base=10, strict=False), hexadecimal, integral)
+
+
+def distinct(events: pl.DataFrame, column: str) -> list[str]:
+    """The non-null distinct values of a text column (lazily: far less memory than eager ``unique``)."""
+    values = events.lazy().select(pl.col(column).unique().cast(pl.String)).collect().to_series()
+    return [v for v in values.to_list() if v is not None]
+
+
+def lookup(events: pl.DataFrame, column: str, fn: Callable[[pl.Expr], pl.Expr], dtype: pl.DataType) -> pl.Expr:
+    """``fn`` of a text column, computed on its distinct values and looked up per row."""
+    values = pl.DataFrame({column: distinct(events, column)}, schema={column: pl.String})
+    table = values.with_columns(fn(pl.col(column)).alias("value"))
+    if table.is_empty():
+        return pl.lit(None, dtype=dtype)
+    return pl.col(column).replace_strict(table[column], table["value"], default=None, return_dtype=dtype)
+
+
+def _phase_outcome(ph: str) -> str:
+    if ph == "M":
+        return SKIP_METADATA
+    if ph in ("s", "t", "f"):
+        return SKIP_FLOW
+    return ROW if ph in _ROW_PHASES else f"unsupported phase {ph}"
+
+
+def _in_range(us: pl.Expr) -> pl.Expr:
+    return us.is_finite() & (us.abs() < MAX_ABS_US)
+
+
+def compact(raw: pl.DataFrame) -> pl.DataFrame:
+    """Per-event normalisation of a block of the raw frame (``kineto_parse.RAW_SCHEMA``).
+
+    Returns :data:`COMPACT_SCHEMA`: what each event says by itself, typed and narrow.
+    """
+    phases = [p for p in raw["ph"].unique().to_list() if p is not None]
+    by_phase = (
+        pl.col("ph")
+        .replace_strict({p: _phase_outcome(p) for p in phases}, default=None, return_dtype=pl.String)
+        .fill_null(SKIP_NO_PHASE)
+    )
+    ph, ts, dur = pl.col("ph"), pl.col("ts"), pl.col("dur")
+    start_ns = pl.when(_in_range(ts)).then(us_to_ns(ts))
+    dur_ns = pl.when(_in_range(dur)).then(us_to_ns(dur))
+    is_x = (ph == "X").fill_null(False)
+    # Each triple is extracted once into a struct column, then split.
+    raw = raw.with_columns(_triple(pl.col("args.grid")).alias("grid"), _triple(pl.col("args.block")).alias("block"))
+    grid, block = pl.col("grid"), pl.col("block")
+    return raw.select(
+        "idx",
+        "ph",
+        "cat",
+        "name",
+        pid_text=pl.col("pid").cast(pl.Categorical),
+        tid_key=pl.col("tid").str.strip_prefix("stream ").cast(pl.Categorical),
+        stream_tid=pl.col("tid").str.starts_with("stream ").fill_null(False),
+        start_ns=start_ns,
+        end_ns=pl.when(is_x).then(start_ns + dur_ns.fill_null(0).clip(lower_bound=0)).otherwise(start_ns),
+        outcome=pl.when(by_phase != ROW)
+        .then(by_phase)
+        .when(ts.is_null())
+        .then(pl.lit(SKIP_NO_TS))
+        .when(~_in_range(ts) | (dur.is_not_null() & ~_in_range(dur)))
+        .then(pl.lit(SKIP_OUT_OF_RANGE))
+        .otherwise(pl.lit(ROW))
+        .cast(pl.Categorical),
+        no_dur=is_x & dur.is_null(),
+        negative_dur=is_x & (dur_ns < 0).fill_null(False),
+        flow_id=pl.when(ph.is_in(["s", "t", "f"])).then(_flow_ids(raw)),
+        bp_e=(pl.col("bp") == "e").fill_null(False),
+        correlation=pl.col("args.correlation"),
+        external_id=pl.coalesce("args.External id", "args.external id"),
+        bytes=pl.col("args.bytes"),
+        context=pl.col("args.context"),
+        registers_per_thread=pl.col("args.registers per thread").cast(pl.Int32, strict=False),
+        shared_memory_bytes=pl.col("args.shared memory"),
+        graph_id=pl.col("args.graph id"),
+        device_arg=lookup(raw, "args.device", int_from_text, pl.Int64()),
+        stream_arg=lookup(raw, "args.stream", int_from_text, pl.Int64()),
+        has_collective=pl.col("args.Collective name").is_not_null(),
+        meta_name=pl.col("args.name"),
+        grid_x=grid.struct.field("x"),
+        grid_y=grid.struct.field("y"),
+        grid_z=grid.struct.field("z"),
+        block_x=block.struct.field("x"),
+        block_y=block.struct.field("y"),
+        block_z=block.struct.field("z"),
+    )
+
+
+def _flow_ids(raw: pl.DataFrame) -> pl.Expr:
+    """``id`` as int64.  Flow ids are nearly all distinct decimal integers, so the full
+    :func:`int_from_text` (hex, ``7.0``) runs only for blocks where plain decimal parsing misses."""
+    decimal = pl.col("id").str.to_integer(base=10, strict=False)
+    missed = raw.select((pl.col("id").is_not_null() & decimal.is_null()).any()).item()
+    return int_from_text(pl.col("id")) if missed else decimal
+
+
+def _triple(text: pl.Expr) -> pl.Expr:
+    """``"[x, y, z]"`` (a kernel's grid or block, read as text) -> struct of Int32 x, y, z; else nulls."""
+    groups = text.str.extract_groups(_TRIPLE)
+    return pl.struct(*(groups.struct.field(axis).cast(pl.Int32, strict=False).alias(axis) for axis in ("x", "y", "z")))

@@ -1,0 +1,300 @@
+"""The Nsight Systems SQLite importer: ``nsys export --type sqlite`` output -> the traceq event table.
+
+:func:`read_nsys_sqlite` opens the file read-only, introspects which tables and columns this export
+has (any table may be missing; columns differ between nsys 2021 and 2026; ``_V<n>`` table names
+stand in for missing bare ones), reads whole columns into polars, converts each table
+(:mod:`traceq.importers.nsys_convert`), and accounts for every source row in the
+:class:`~traceq.stats.ImportStats`:
+
+==================================== ============ =============================================
+table                                kind         rows skipped (reason)
+==================================== ============ =============================================
+CUPTI_ACTIVITY_KIND_KERNEL           kernel
+CUPTI_ACTIVITY_KIND_GRAPH_TRACE      kernel       (one row per whole-graph launch)
+CUPTI_ACTIVITY_KIND_MEMCPY           memcpy
+CUPTI_ACTIVITY_KIND_MEMSET           memset
+CUPTI_ACTIVITY_KIND_SYNCHRONIZATION  gpu_sync
+CUPTI_ACTIVITY_KIND_RUNTIME          cuda_api     eventClass other than 0/1 (``eventClass 67 (...)``)
+NVTX_EVENTS                          range/instant ``metadata``, ``unterminated range``
+:data:`NOT_IMPORTED_TABLES`          --           ``table not imported`` (all rows)
+==================================== ============ =============================================
+
+Rows of any table whose start/end is missing or inverted are skipped as ``invalid interval``.
+``docs/importers-nsys.md`` describes the per-version differences this handles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Final
+
+import polars as pl
+
+from traceq import schema
+from traceq.errors import InputNotFoundError, UnsupportedFormatError, UnsupportedVersionError
+from traceq.importers import nsys_meta
+from traceq.importers.nsys_convert import (
+    GRAPH_TRACE,
+    GRAPH_TRACE_COLUMNS,
+    KERNEL,
+    KERNEL_COLUMNS,
+    MEMCPY,
+    MEMCPY_COLUMNS,
+    MEMSET,
+    MEMSET_COLUMNS,
+    NVTX,
+    NVTX_COLUMNS,
+    REQUIRED_COLUMNS,
+    RUNTIME,
+    RUNTIME_COLUMNS,
+    SYNC,
+    SYNC_COLUMNS,
+    Converted,
+    convert_graph_traces,
+    convert_kernels,
+    convert_memcpys,
+    convert_memsets,
+    convert_nvtx,
+    convert_runtime,
+    convert_syncs,
+    copy_kinds_from_enum,
+)
+from traceq.importers.nsys_tables import ExportDb, open_export
+from traceq.importers.result import ImportResult
+from traceq.meta import GpuInfo, SourceMeta
+from traceq.stats import CategoryCount, ImportStats
+
+NOT_IMPORTED_TABLES: Final[Mapping[str, str]] = {
+    "CUPTI_ACTIVITY_KIND_CUDA_EVENT": "cudaEventRecord completions (points, and only with event tracing)",
+    "CUPTI_ACTIVITY_KIND_OVERHEAD": "CUPTI's own overhead (buffer flush, instrumentation), not user work",
+    "CUPTI_ACTIVITY_KIND_MEMCPY2": "peer-to-peer copy records of another layout (no sample to verify it)",
+    "CUPTI_ACTIVITY_KIND_OPENACC_DATA": "OpenACC events",
+    "CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH": "OpenACC events",
+    "CUPTI_ACTIVITY_KIND_OPENACC_OTHER": "OpenACC events",
+    "CUDA_GRAPH_EVENTS": "graph/node creation and instantiation calls (not executions)",
+    "CUDA_GRAPH_NODE_EVENTS": "graph node creation calls (not executions)",
+    "CUDA_UM_CPU_PAGE_FAULT_EVENTS": "unified-memory page faults",
+    "CUDA_UM_GPU_PAGE_FAULT_EVENTS": "unified-memory page faults",
+    "CUDA_GPU_MEMORY_USAGE_EVENTS": "allocation events, not intervals",
+    "CUDNN_EVENTS": "cuDNN API ranges (not traced by the analyses yet)",
+    "CUBLAS_EVENTS": "cuBLAS API ranges (not traced by the analyses yet)",
+    "OSRT_API": "OS runtime calls (pthread, I/O), only above a duration threshold",
+    "OSRT_FILE_ACCESS_EVENTS": "file access details of OS runtime calls",
+    "PROFILER_OVERHEAD": "nsys's own overhead ranges",
+    "DIAGNOSTIC_EVENT": "profiler messages; errors and data-loss warnings go to meta.warnings",
+    "SCHED_EVENTS": "CPU thread scheduling",
+    "COMPOSITE_EVENTS": "CPU sampling records",
+    "MPI_P2P_EVENTS": "MPI calls",
+    "MPI_COLLECTIVES_EVENTS": "MPI calls",
+    "MPI_START_WAIT_EVENTS": "MPI calls",
+    "MPI_OTHER_EVENTS": "MPI calls",
+    "GPU_METRICS": "sampled GPU counters, not events",
+}
+"""Event tables that exist in exports but are not imported: name -> why.  When present with rows
+they appear in the stats as ``events=N rows=0 skipped={"table not imported": N}``."""
+
+_GPU_ACTIVITY_TABLES: Final = (KERNEL, GRAPH_TRACE, MEMCPY, MEMSET)
+# Ties keep their order of appearance (tables in a fixed order, rows in file order), which is
+# deterministic for a given file; more sort keys cost a third of the import time on large files.
+_SORT_KEYS: Final = ["start_ns", "end_ns"]
+
+
+def read_nsys_sqlite(path: Path) -> ImportResult:
+    """Import an nsys SQLite export (``nsys export --type sqlite``).
+
+    Returns the event table (columns of :mod:`traceq.schema`, times in ns on the export's own
+    clock, sorted by ``start_ns`` then ``end_ns``), per-table stats, and the export's metadata.
+    Raises :class:`~traceq.errors.CorruptTraceError` (not readable as SQLite),
+    :class:`~traceq.errors.UnsupportedFormatError` (SQLite, but not an nsys export) or
+    :class:`~traceq.errors.UnsupportedVersionError` (an nsys layout without required columns).
+    """
+    return load_nsys_export(path, source=path, fmt="nsys-sqlite")
+
+
+def load_nsys_export(path: Path, *, source: Path, fmt: str) -> ImportResult:
+    """:func:`read_nsys_sqlite` for ``path``, labelling rows, stats and meta with ``source``/``fmt``.
+
+    Used by the ``.nsys-rep`` importer, whose rows come from a cached export but belong to the report.
+    """
+    if not path.is_file():
+        raise InputNotFoundError("no such file", path=path, hint="check the path")
+    db = open_export(path)
+    try:
+        return _Import(db, source=str(source), fmt=fmt).run()
+    finally:
+        db.close()
+
+
+class _Import:
+    """One import: the open export and what has been learnt from it so far."""
+
+    def __init__(self, db: ExportDb, *, source: str, fmt: str) -> None:
+        self.db = db
+        self.source = source
+        self.fmt = fmt
+        self.counts: list[CategoryCount] = []
+        self.frames: list[pl.DataFrame] = []
+        self.warnings: list[str] = []
+        self.ranks = pl.DataFrame()
+
+    def run(self) -> ImportResult:
+        self._check_is_nsys()
+        info = nsys_meta.read_export_info(self.db)
+        self.ranks = nsys_meta.rank_map(self.db)
+        tables = {name: self.db.table(name) for name in (*_GPU_ACTIVITY_TABLES, RUNTIME, SYNC, NVTX)}
+        self._check_columns(tables, info)
+
+        raw = {
+            name: self.db.read(table, spec)
+            for name, spec in (
+                (KERNEL, KERNEL_COLUMNS),
+                (MEMCPY, MEMCPY_COLUMNS),
+                (MEMSET, MEMSET_COLUMNS),
+                (GRAPH_TRACE, GRAPH_TRACE_COLUMNS),
+                (RUNTIME, RUNTIME_COLUMNS),
+                (SYNC, SYNC_COLUMNS),
+                (NVTX, NVTX_COLUMNS),
+            )
+            if (table := tables[name]) is not None
+        }
+        strings = self.db.strings(_referenced_string_ids(raw))
+
+        self._add(raw, KERNEL, lambda f: convert_kernels(f, strings))
+        self._add(raw, GRAPH_TRACE, convert_graph_traces)
+        self._add(raw, MEMCPY, lambda f: convert_memcpys(f, self._copy_kinds()))
+        self._add(raw, MEMSET, convert_memsets)
+        api = self._add(raw, RUNTIME, lambda f: convert_runtime(f, strings, self._event_class_labels()))
+        api_frame = (
+            api
+            if api is not None
+            else pl.DataFrame(schema={"_proc": pl.Int64, "correlation": pl.Int64, "name": pl.String})
+        )
+        self._add(raw, SYNC, lambda f: convert_syncs(f, api_frame, info.release))
+        self._add(raw, NVTX, lambda f: convert_nvtx(f, strings))
+        self._count_not_imported()
+
+        events = self._events()
+        gpu_rows = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)).height
+        if gpu_rows == 0:
+            self.warnings.insert(0, "no GPU activity in this capture (no kernels, memcpys or memsets)")
+        return ImportResult(events=events.to_arrow(), stats=ImportStats.of(self.counts), meta=self._meta(info, events))
+
+    def _check_is_nsys(self) -> None:
+        markers = ("StringIds", KERNEL, RUNTIME, NVTX, MEMCPY, MEMSET, SYNC, GRAPH_TRACE)
+        if any(self.db.table(t) for t in markers):
+            return
+        if any(t.upper().startswith(("CUPTI_", "NVTX_")) for t in self.db.tables):
+            return
+        raise UnsupportedFormatError(
+            "SQLite database is not an Nsight Systems export (no StringIds, CUPTI or NVTX tables)",
+            path=self.db.path,
+            hint="pass the output of nsys export --type sqlite, or the .nsys-rep report itself",
+        )
+
+    def _check_columns(self, tables: Mapping[str, str | None], info: nsys_meta.ExportInfo) -> None:
+        for name, table in tables.items():
+            if table is None:
+                continue
+            present = set(self.db.columns(table))
+            missing = [c for c in REQUIRED_COLUMNS[name] if c not in present]
+            if name == KERNEL and not {"demangledName", "shortName"} & present:
+                missing.append("demangledName/shortName")
+            if missing:
+                raise UnsupportedVersionError(
+                    f"{table} lacks required columns {', '.join(missing)}; this layout, from "
+                    f"{info.version_label}, cannot be read",
+                    path=self.db.path,
+                    hint="export the .nsys-rep again with a current nsys (nsys export --type sqlite)",
+                )
+
+    def _add(
+        self, raw: Mapping[str, pl.DataFrame], name: str, convert: Callable[[pl.DataFrame], Converted]
+    ) -> pl.DataFrame | None:
+        """Convert one table, drop invalid intervals, record its counts; the kept rows, or None."""
+        if name not in raw:
+            return None
+        source_rows = raw[name]
+        converted = convert(source_rows)
+        valid = (
+            pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))
+        )
+        frame = converted.frame.filter(valid)
+        skipped = dict(converted.skipped)
+        if converted.frame.height != frame.height:
+            skipped["invalid interval"] = converted.frame.height - frame.height
+        self.counts.append(
+            CategoryCount(
+                source=self.source, category=name, events=source_rows.height, rows=frame.height, skipped=skipped
+            )
+        )
+        self.warnings.extend(converted.warnings)
+        self.frames.append(frame.with_columns(category=pl.lit(name)))
+        return frame
+
+    def _count_not_imported(self) -> None:
+        for name in NOT_IMPORTED_TABLES:
+            table = self.db.table(name)
+            n = self.db.count(table) if table is not None else 0
+            if n:
+                self.counts.append(
+                    CategoryCount(
+                        source=self.source, category=name, events=n, rows=0, skipped={"table not imported": n}
+                    )
+                )
+
+    def _copy_kinds(self) -> dict[int, tuple[str, bool]]:
+        table = self.db.table("ENUM_CUDA_MEMCPY_OPER")
+        return copy_kinds_from_enum(self.db.rows(table, ("id", "name")) if table else [])
+
+    def _event_class_labels(self) -> dict[int, str]:
+        table = self.db.table("ENUM_NSYS_EVENT_CLASS")
+        rows = self.db.rows(table, ("id", "label")) if table else []
+        return {int(r["id"]): str(r["label"]) for r in rows if isinstance(r.get("id"), int) and r.get("label")}
+
+    def _events(self) -> pl.DataFrame:
+        if not self.frames:
+            return schema.validate(schema.empty_frame())
+        events = pl.concat(self.frames, how="diagonal_relaxed")
+        if "is_comm" in events.columns:  # only kernel frames carry it; the rest are never communication
+            events = events.with_columns(pl.col("is_comm").fill_null(False))
+        if self.ranks.height:
+            events = events.join(self.ranks.rename({"proc": "_proc"}), on="_proc", how="left", nulls_equal=False)
+        events = events.with_columns(source=pl.lit(self.source)).sort(_SORT_KEYS, nulls_last=True, maintain_order=True)
+        return schema.validate(schema.conform(events))
+
+    def _meta(self, info: nsys_meta.ExportInfo, events: pl.DataFrame) -> SourceMeta:
+        properties = nsys_meta.properties(self.db, info)
+        if self.db.resolved:
+            properties["resolved_tables"] = ", ".join(f"{k} -> {v}" for k, v in sorted(self.db.resolved.items()))
+        offset, why_unknown = nsys_meta.clock_offset_ns(self.db, info)
+        if why_unknown:
+            properties["clock_offset"] = f"unknown: {why_unknown}"
+        gpus = nsys_meta.gpus(self.db)
+        if not gpus:
+            # No GPU table (trimmed exports lack it): list the devices the activity rows name, so
+            # that consumers still know how many GPUs there were.
+            devices = events["device"].drop_nulls().unique().sort().to_list()
+            gpus = tuple(GpuInfo(device=int(d)) for d in devices)
+            if devices:
+                properties["gpu_info"] = "not in export; devices taken from activity rows"
+        ranks = self.ranks["rank"].unique().to_list()
+        return SourceMeta(
+            path=self.source,
+            format=self.fmt,
+            format_version=info.product_version,
+            producer="Nsight Systems",
+            rank=int(ranks[0]) if len(ranks) == 1 else None,
+            clock_offset_ns=offset,
+            gpus=gpus,
+            properties=properties,
+            warnings=tuple(dict.fromkeys([*self.warnings, *nsys_meta.diagnostics(self.db)])),
+        )
+
+
+def _referenced_string_ids(raw: Mapping[str, pl.DataFrame]) -> pl.Series:
+    columns = {KERNEL: ("demangledName", "shortName"), RUNTIME: ("nameId",), NVTX: ("textId",)}
+    parts = [raw[table][col] for table, cols in columns.items() if table in raw for col in cols]
+    if not parts:
+        return pl.Series("id", [], dtype=pl.Int64)
+    return pl.concat([p.rename("id").drop_nulls().unique() for p in parts]).unique()
