@@ -143,3 +143,36 @@ def test_two_files_claiming_one_rank_are_refused_naming_both(tmp_path: Path) -> 
     b = _kineto(tmp_path / "b.json.gz", rank=0)
     with pytest.raises(DuplicateRankError, match=r"a\.json\.gz.*b\.json\.gz"):
         traceq.load([a, b])
+
+
+ROUND_TRIP = [
+    "training_step.nsys.sqlite",
+    "training_step.pt.trace.json.gz",
+    "ranks",
+]
+REAL_ROUND_TRIP = [
+    "nsys/nsysai_mfu_2gpu_before_nccl_2026.2.1.sqlite",
+    "nsys/mordred_report1a_2021_quadro6000.sqlite",
+    "hta/nccl_parser_config/nccl_data.json.gz",
+    "kineto/be239c04/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
+    "hta/trace_filter",
+]
+
+
+def _assert_round_trip(original: traceq.Trace, tmp_path: Path) -> None:
+    back = traceq.load(original.to_parquet(tmp_path / "t.parquet"))
+    assert back.events.schema == original.events.schema
+    assert back.events.equals(original.events)
+    assert back.import_stats == original.import_stats
+    assert back.meta == original.meta
+
+
+@pytest.mark.parametrize("name", ROUND_TRIP)
+def test_samples_round_trip_through_parquet_unchanged(samples: Path, name: str, tmp_path: Path) -> None:
+    _assert_round_trip(traceq.load(samples / name), tmp_path)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("relative", REAL_ROUND_TRIP)
+def test_real_traces_round_trip_through_parquet_unchanged(shared_traces: Path, relative: str, tmp_path: Path) -> None:
+    _assert_round_trip(traceq.load(shared_traces / relative), tmp_path)

@@ -6,9 +6,20 @@ Reads Nsight Systems exports and PyTorch-profiler (Kineto) traces into one colum
 
 from __future__ import annotations
 
-from traceq.api import Trace, TraceMeta, info, load
+from traceq.api import Analysis, Report, Trace, TraceMeta, analyze, info, load, report
 from traceq.errors import TraceqError
 
 __version__ = "0.1.0"
 
-__all__ = ["Trace", "TraceMeta", "TraceqError", "__version__", "info", "load"]
+__all__ = [
+    "Analysis",
+    "Report",
+    "Trace",
+    "TraceMeta",
+    "TraceqError",
+    "__version__",
+    "analyze",
+    "info",
+    "load",
+    "report",
+]

@@ -15,9 +15,12 @@ import click
 import polars as pl
 
 from traceq import api, schema
+from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS
 from traceq.errors import InvalidArgumentError, OutputExistsError, TraceqError
 from traceq.importers import FORMATS
+from traceq.progress import import_progress
 from traceq.report.info_text import render_info
+from traceq.report.text import render_text
 
 EXIT_INTERNAL_ERROR = 70
 
@@ -77,7 +80,7 @@ def cli(debug: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def info(paths: tuple[Path, ...], input_format: Any, as_json: bool) -> None:
     """Metadata, rows per kind and import statistics of a trace."""
-    trace = api.load(list(paths), fmt=input_format)
+    trace = _load(paths, input_format)
     summary = api.info(trace)
     if as_json:
         click.echo(json.dumps(summary, indent=2, sort_keys=True))
@@ -112,7 +115,7 @@ def events(
     output_format: str,
 ) -> None:
     """Rows of the unified event table, in time order."""
-    trace = api.load(list(paths), fmt=input_format)
+    trace = _load(paths, input_format)
     frame = trace.events
     if kinds:
         frame = frame.filter(pl.col("kind").is_in(kinds))
@@ -147,9 +150,8 @@ def convert(paths: tuple[Path, ...], input_format: Any, output: Path, force: boo
     suffix = output.suffix.lower()
     if suffix not in (".parquet", ".db", ".sqlite"):
         raise InvalidArgumentError(f"cannot write {output}: use a .parquet, .db or .sqlite output name")
-    if output.exists() and not force:
-        raise OutputExistsError("exists", path=output, hint="pass --force to overwrite it")
-    trace = api.load(list(paths), fmt=input_format)
+    _check_output(output, force)
+    trace = _load(paths, input_format)
     if output.exists():
         output.unlink()
     if suffix == ".parquet":
@@ -157,6 +159,61 @@ def convert(paths: tuple[Path, ...], input_format: Any, output: Path, force: boo
     else:
         trace.to_sqlite(output)
     click.echo(f"wrote {output} ({trace.events.height:,} rows)")
+
+
+@cli.command()
+@_paths
+@_format_opt
+@click.option("--json", "json_out", type=click.Path(path_type=Path), default=None, help="Write the JSON report here.")
+@click.option(
+    "--step-pattern",
+    default=DEFAULT_STEP_PATTERN,
+    show_default=True,
+    help="Regex (case-insensitive) naming the CPU-side ranges that delimit steps.",
+)
+@click.option(
+    "--max-gaps",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_GAPS,
+    show_default=True,
+    help="Longest gaps listed in the report.",
+)
+@click.option(
+    "--top-kernels",
+    type=click.IntRange(min=0),
+    default=DEFAULT_TOP_KERNELS,
+    show_default=True,
+    help="Kernels listed in the report, by total GPU time.",
+)
+@click.option("--force", is_flag=True, help="Overwrite output files that exist.")
+def report(
+    paths: tuple[Path, ...],
+    input_format: Any,
+    json_out: Path | None,
+    step_pattern: str,
+    max_gaps: int,
+    top_kernels: int,
+    force: bool,
+) -> None:
+    """Where the step time went, and why: per device and step, with the cause of every idle gap."""
+    if json_out is not None:
+        _check_output(json_out, force)
+    trace = _load(paths, input_format)
+    result = api.report(trace, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=top_kernels)
+    click.echo(render_text(result), nl=False)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True) + "\n")
+        click.echo(f"wrote {json_out}")
+
+
+def _load(paths: tuple[Path, ...], input_format: Any) -> api.Trace:
+    with import_progress(list(paths)):
+        return api.load(list(paths), fmt=input_format)
+
+
+def _check_output(path: Path, force: bool) -> None:
+    if path.exists() and not force:
+        raise OutputExistsError("exists", path=path, hint="pass --force to overwrite it")
 
 
 def main() -> None:

@@ -11,6 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 
+_LOWERCASE_NAMES = ("traceq", "nsys", "pip", "python", "-")
+"""Hints may start with a command name, which keeps its lower case."""
+
+
 class TraceqError(Exception):
     """Base class: a problem with the user's input or request, explained in one line."""
 
@@ -29,7 +33,9 @@ class TraceqError(Exception):
             text = f"{self.path}: {text}"
         if self.hint:
             hint = self.hint.rstrip(".")
-            text = f"{text}. {hint[:1].upper()}{hint[1:]}"
+            if not hint.startswith(_LOWERCASE_NAMES):
+                hint = hint[:1].upper() + hint[1:]
+            text = f"{text}. {hint}"
         return " ".join(text.split()) + "."
 
 

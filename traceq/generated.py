@@ -6,6 +6,8 @@ checked-in copies cannot drift from the code.
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from traceq import schema
@@ -32,8 +34,11 @@ def cli_reference() -> str:
 
 def generated_files() -> dict[str, str]:
     """Repository-relative path -> expected content."""
+    from traceq.report.model import report_json_schema
+
     files = {
         "schemas/events.schema.json": schema.json_schema_text(),
+        "schemas/report.schema.json": json.dumps(report_json_schema(), indent=2, sort_keys=True) + "\n",
         "docs/cli.md": cli_reference(),
     }
     return files

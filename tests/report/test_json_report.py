@@ -1,0 +1,74 @@
+"""The JSON report: valid against the generated schema, identical across source formats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+import traceq
+from traceq.cli import cli
+from traceq.report.model import report_json_schema
+
+from ..conftest import REPO
+
+SCHEMA = json.loads((REPO / "schemas" / "report.schema.json").read_text())
+
+
+def _numbers(report: dict[str, Any]) -> dict[str, Any]:
+    """The analysis numbers of a report, without what legitimately differs between formats."""
+    per_file = ("source", "rank", "pid")
+    return {
+        "devices": [{k: v for k, v in d.items() if k not in per_file} for d in report["devices"]],
+        "steps": [{k: v for k, v in s.items() if k not in per_file} for s in report["steps"]],
+        "gaps": [
+            {k: g[k] for k in ("start_ns", "end_ns", "cause", "launch", "sync", "in_steps_ns")} for g in report["gaps"]
+        ],
+        "kernels": report["kernels"],
+    }
+
+
+@pytest.mark.parametrize(
+    "sample",
+    ["training_step.nsys.sqlite", "training_step.pt.trace.json.gz", "ranks"],
+)
+def test_sample_reports_validate_against_the_checked_in_schema(samples: Path, sample: str) -> None:
+    report = traceq.report(traceq.load(samples / sample)).to_dict()
+    jsonschema.validate(report, SCHEMA)
+    assert report["schema_version"] == 1
+    assert report["devices"], "the sample has GPU activity"
+
+
+def test_the_checked_in_schema_is_the_generated_one() -> None:
+    assert report_json_schema() == SCHEMA
+
+
+def test_nsys_and_kineto_versions_of_one_timeline_give_identical_numbers(samples: Path) -> None:
+    nsys = traceq.report(traceq.load(samples / "training_step.nsys.sqlite")).to_dict()
+    kineto = traceq.report(traceq.load(samples / "training_step.pt.trace.json.gz")).to_dict()
+    assert _numbers(nsys) == _numbers(kineto)
+    assert nsys["devices"][0]["steps"] == 4
+
+
+def test_cli_writes_the_json_report_and_refuses_to_overwrite(samples: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    args = ["report", str(samples / "training_step.pt.trace.json.gz"), "--json", str(out), "--max-gaps", "2"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    assert len(doc["gaps"]) == 2
+    assert doc["gaps"][0]["dur_ns"] >= doc["gaps"][1]["dur_ns"]
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 2 and "--force" in again.stderr
+
+
+def test_report_json_is_deterministic(samples: Path) -> None:
+    path = samples / "training_step.nsys.sqlite"
+    first = json.dumps(traceq.report(traceq.load(path)).to_dict(), sort_keys=True)
+    second = json.dumps(traceq.report(traceq.load(path)).to_dict(), sort_keys=True)
+    assert first == second

@@ -1,0 +1,273 @@
+"""The step breakdown: per device and step window, compute, communication, exposed communication
+and idle time, idle split by the cause of its gaps, and the top kernels.
+
+With U(x) the union of intervals x, W a step window and |·| total length in ns:
+
+* ``compute_ns = |U(compute) ∩ W|`` (compute = every activity that is not a comm kernel);
+* ``comm_ns = |U(comm) ∩ W|``; ``exposed_comm_ns = |(U(comm) − U(compute)) ∩ W|``;
+* ``idle_ns = |W − U(activity)|``; ``dur_ns = |W|``;
+* ``idle_by_cause_ns[c] = |U(gaps of cause c) ∩ W|``.
+
+So ``dur_ns = compute_ns + exposed_comm_ns + idle_ns`` per window (the seeds'
+t_step = t_compute + t_comm,exposed + t_idle).  Device totals are sums over its windows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from traceq import intervals as iv
+from traceq import schema
+from traceq.analyses.gaps import attribute_gaps, find_gaps
+from traceq.analyses.model import (
+    CAUSES,
+    ActivityRef,
+    Analysis,
+    CallRef,
+    DeviceBreakdown,
+    Gap,
+    KernelStat,
+    StepBreakdown,
+    zero_by_cause,
+)
+from traceq.analyses.steps import DEFAULT_STEP_PATTERN, devices, step_windows
+
+DEFAULT_MAX_GAPS = 100
+DEFAULT_TOP_KERNELS = 20
+
+
+def analyze(
+    events: pl.DataFrame,
+    *,
+    step_pattern: str = DEFAULT_STEP_PATTERN,
+    max_gaps: int = DEFAULT_MAX_GAPS,
+    top_kernels: int = DEFAULT_TOP_KERNELS,
+) -> Analysis:
+    """Break every device's time down by step, attribute its idle gaps, rank its kernels."""
+    device_table = devices(events)
+    windows = step_windows(events, device_table, step_pattern)
+    activity = _activity(events, device_table)
+    gap_rows = attribute_gaps(find_gaps(activity), activity, events)
+    step_rows, gap_in_steps = _measure_windows(activity, windows, gap_rows, device_table.height)
+    gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
+    info = device_table.select("dev", "rank", "pid", "device", "source")
+    gap_table = (
+        gap_rows.join(info, on="dev", how="left")
+        .drop("dev")
+        .select("rank", "device", "pid", "source", *[c for c in gap_rows.columns if c not in ("dev",)])
+    )
+    return Analysis(
+        step_pattern=step_pattern,
+        devices=_device_results(device_table, step_rows, gap_rows),
+        steps=_step_results(step_rows, device_table),
+        gaps=_top_gaps(gap_table, max_gaps),
+        kernels=kernel_stats(events, top_kernels),
+        gap_table=gap_table,
+    )
+
+
+def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
+    rows = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null())
+    return rows.with_columns(pl.col("source").cast(pl.String)).join(
+        device_table.select("dev", "source", "pid", "device"),
+        on=["source", "pid", "device"],
+        how="inner",
+        nulls_equal=True,
+    )
+
+
+def _measure_windows(
+    activity: pl.DataFrame, windows: pl.DataFrame, gap_rows: pl.DataFrame, n_devices: int
+) -> tuple[pl.DataFrame, np.ndarray[Any, np.dtype[np.int64]]]:
+    """Per-window measures (vectorised per device) and, per gap, its ns inside step windows."""
+    window_parts: list[pl.DataFrame] = []
+    gap_in_steps = np.zeros(gap_rows.height, np.int64)
+    gap_dev = gap_rows.get_column("dev").to_numpy()
+    gap_iv = iv.Intervals.from_frame(gap_rows)
+    activity_by_dev = activity.partition_by("dev", as_dict=True, maintain_order=True)
+    windows_by_dev = windows.partition_by("dev", as_dict=True, maintain_order=True)
+    causes = gap_rows.get_column("cause").to_numpy()
+    for dev in range(n_devices):
+        acts = activity_by_dev[(dev,)]
+        win_frame = windows_by_dev[(dev,)]
+        win = iv.Intervals.from_frame(win_frame)
+        comm_mask = acts.get_column("is_comm").to_numpy()
+        all_iv = iv.Intervals.from_frame(acts)
+        comm = iv.merge(iv.Intervals(all_iv.start_ns[comm_mask], all_iv.end_ns[comm_mask]))
+        compute = iv.merge(iv.Intervals(all_iv.start_ns[~comm_mask], all_iv.end_ns[~comm_mask]))
+        busy = iv.merge(all_iv)
+        measures: dict[str, Any] = {
+            "compute_ns": iv.measure_in_windows(compute, win),
+            "comm_ns": iv.measure_in_windows(comm, win),
+            "exposed_comm_ns": iv.measure_in_windows(iv.subtract(comm, compute), win),
+            "idle_ns": win.lengths_ns() - iv.measure_in_windows(busy, win),
+        }
+        on_dev = gap_dev == dev
+        dev_gaps = iv.Intervals(gap_iv.start_ns[on_dev], gap_iv.end_ns[on_dev])
+        gap_in_steps[on_dev] = iv.overlap_with_windows(dev_gaps, win)
+        dev_causes = causes[on_dev]
+        for cause in CAUSES:
+            of_cause = dev_causes == cause
+            chosen = iv.Intervals(dev_gaps.start_ns[of_cause], dev_gaps.end_ns[of_cause])
+            measures[f"idle_{cause}_ns"] = iv.measure_in_windows(chosen, win)
+        window_parts.append(win_frame.with_columns(pl.Series(k, v, dtype=pl.Int64) for k, v in measures.items()))
+    steps = pl.concat(window_parts) if window_parts else pl.DataFrame()
+    return steps, gap_in_steps
+
+
+def _by_cause(row: dict[str, Any], prefix: str = "idle_", suffix: str = "_ns") -> dict[str, int]:
+    return {cause: int(row[f"{prefix}{cause}{suffix}"]) for cause in CAUSES}
+
+
+def _step_results(step_rows: pl.DataFrame, device_table: pl.DataFrame) -> tuple[StepBreakdown, ...]:
+    if step_rows.is_empty():
+        return ()
+    joined = step_rows.join(device_table.select("dev", "rank", "pid", "device"), on="dev").sort(
+        "dev", "start_ns", "end_ns"
+    )
+    return tuple(
+        StepBreakdown(
+            rank=row["rank"],
+            device=int(row["device"]),
+            pid=row["pid"],
+            step=row["step"],
+            name=row["name"],
+            start_ns=int(row["start_ns"]),
+            end_ns=int(row["end_ns"]),
+            dur_ns=int(row["end_ns"] - row["start_ns"]),
+            compute_ns=int(row["compute_ns"]),
+            comm_ns=int(row["comm_ns"]),
+            exposed_comm_ns=int(row["exposed_comm_ns"]),
+            idle_ns=int(row["idle_ns"]),
+            idle_by_cause_ns=_by_cause(row),
+        )
+        for row in joined.iter_rows(named=True)
+    )
+
+
+def _device_results(
+    device_table: pl.DataFrame, step_rows: pl.DataFrame, gap_rows: pl.DataFrame
+) -> tuple[DeviceBreakdown, ...]:
+    if device_table.is_empty():
+        return ()
+    sums = step_rows.group_by("dev").agg(
+        pl.len().alias("steps"),
+        pl.col("window").first(),
+        (pl.col("end_ns") - pl.col("start_ns")).sum().alias("dur_ns"),
+        *[pl.col(c).sum() for c in ("compute_ns", "comm_ns", "exposed_comm_ns", "idle_ns")],
+        *[pl.col(f"idle_{c}_ns").sum() for c in CAUSES],
+    )
+    counted = (
+        gap_rows.filter(pl.col("in_steps_ns") > 0)
+        .group_by("dev")
+        .agg([(pl.col("cause") == c).sum().alias(f"gaps_{c}") for c in CAUSES])
+    )
+    joined = device_table.join(sums, on="dev", how="left").join(counted, on="dev", how="left").sort("dev")
+    out = []
+    for row in joined.iter_rows(named=True):
+        gaps_by_cause = zero_by_cause()
+        gaps_by_cause.update({c: int(row[f"gaps_{c}"] or 0) for c in CAUSES})
+        out.append(
+            DeviceBreakdown(
+                rank=row["rank"],
+                device=int(row["device"]),
+                pid=row["pid"],
+                source=row["source"],
+                window=row["window"],
+                steps=int(row["steps"]) if row["window"] == "steps" else 0,
+                dur_ns=int(row["dur_ns"]),
+                compute_ns=int(row["compute_ns"]),
+                comm_ns=int(row["comm_ns"]),
+                exposed_comm_ns=int(row["exposed_comm_ns"]),
+                idle_ns=int(row["idle_ns"]),
+                idle_by_cause_ns=_by_cause(row),
+                gaps_by_cause=gaps_by_cause,
+                kernels=int(row["kernels"]),
+                memcpys=int(row["memcpys"]),
+                memsets=int(row["memsets"]),
+            )
+        )
+    return tuple(out)
+
+
+def _top_gaps(gap_table: pl.DataFrame, limit: int) -> tuple[Gap, ...]:
+    top = gap_table.sort(["dur_ns", "rank", "device", "start_ns"], descending=[True, False, False, False]).head(limit)
+    out = []
+    for row in top.iter_rows(named=True):
+        launch = (
+            None
+            if row["launch_name"] is None
+            else CallRef(
+                name=row["launch_name"],
+                start_ns=row["launch_start_ns"],
+                end_ns=row["launch_end_ns"],
+                tid=row["launch_tid"],
+                correlation=row["launch_correlation"],
+            )
+        )
+        sync = (
+            None
+            if row["sync_name"] is None
+            else CallRef(
+                name=row["sync_name"],
+                start_ns=row["sync_start_ns"],
+                end_ns=row["sync_end_ns"],
+                tid=row["sync_tid"],
+                correlation=row["sync_correlation"],
+            )
+        )
+        out.append(
+            Gap(
+                rank=row["rank"],
+                device=int(row["device"]),
+                pid=row["pid"],
+                start_ns=int(row["start_ns"]),
+                end_ns=int(row["end_ns"]),
+                dur_ns=int(row["dur_ns"]),
+                in_steps_ns=int(row["in_steps_ns"]),
+                cause=row["cause"],
+                next=ActivityRef(
+                    name=row["next_name"],
+                    kind=row["next_kind"],
+                    stream=row["next_stream"],
+                    correlation=row["next_correlation"],
+                    start_ns=int(row["next_start_ns"]),
+                    end_ns=int(row["next_end_ns"]),
+                ),
+                launch=launch,
+                sync=sync,
+            )
+        )
+    return tuple(out)
+
+
+def kernel_stats(events: pl.DataFrame, limit: int) -> tuple[KernelStat, ...]:
+    """The ``limit`` kernel names with the most total GPU time (ties: by name)."""
+    kernels = events.filter(pl.col("kind") == "kernel").select(
+        pl.col("name").cast(pl.String), (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")
+    )
+    total = int(kernels.get_column("dur_ns").sum() or 0)
+    stats = (
+        kernels.group_by("name")
+        .agg(
+            pl.len().alias("count"),
+            pl.col("dur_ns").sum().alias("total_ns"),
+            pl.col("dur_ns").max().alias("max_ns"),
+        )
+        .sort(["total_ns", "name"], descending=[True, False])
+        .head(limit)
+    )
+    return tuple(
+        KernelStat(
+            name=row["name"],
+            count=int(row["count"]),
+            total_ns=int(row["total_ns"]),
+            mean_ns=int(row["total_ns"]) // int(row["count"]),
+            max_ns=int(row["max_ns"]),
+            share=(int(row["total_ns"]) / total) if total else 0.0,
+        )
+        for row in stats.iter_rows(named=True)
+    )
