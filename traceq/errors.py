@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 _LOWERCASE_NAMES = ("traceq", "nsys", "pip", "python", "-")
 """Hints may start with a command name, which keeps its lower case."""
 
