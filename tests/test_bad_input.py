@@ -81,9 +81,7 @@ CASES: dict[str, tuple[Callable[[Path], Path], str]] = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_input_is_one_line_naming_the_file(
-    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_bad_input_is_one_line_naming_the_file(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))  # no nsys anywhere
     monkeypatch.delenv("NSYS", raising=False)
     make, expected = CASES[case]

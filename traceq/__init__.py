@@ -6,13 +6,14 @@ Reads Nsight Systems exports and PyTorch-profiler (Kineto) traces into one colum
 
 from __future__ import annotations
 
-from traceq.api import Analysis, Report, Trace, TraceMeta, analyze, info, load, report
+from traceq.api import Analysis, ModelSpec, Report, Trace, TraceMeta, analyze, info, load, mfu, report
 from traceq.errors import TraceqError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Analysis",
+    "ModelSpec",
     "Report",
     "Trace",
     "TraceMeta",
@@ -21,5 +22,6 @@ __all__ = [
     "analyze",
     "info",
     "load",
+    "mfu",
     "report",
 ]

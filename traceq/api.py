@@ -15,10 +15,14 @@ from typing import Any
 from traceq import schema
 from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS, Analysis
 from traceq.analyses import analyze as _analyze
+from traceq.analyses.findings import find_findings
+from traceq.analyses.mfu import ModelSpec, compute_mfu
+from traceq.analyses.model import Mfu
 from traceq.report.model import Report
+from traceq.report.timeline import timeline_excerpt
 from traceq.trace import Trace, TraceMeta, load
 
-__all__ = ["Analysis", "Report", "Trace", "TraceMeta", "analyze", "info", "load", "report"]
+__all__ = ["Analysis", "ModelSpec", "Report", "Trace", "TraceMeta", "analyze", "info", "load", "mfu", "report"]
 
 
 def info(trace: Trace) -> dict[str, Any]:
@@ -48,13 +52,38 @@ def analyze(
     return _analyze(trace.events, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=top_kernels)
 
 
+def mfu(
+    trace: Trace, analysis: Analysis, model: ModelSpec, *, gpus: int | None = None, peak_tflops: float | None = None
+) -> Mfu:
+    """MFU (and HFU) per step from the model description (``docs/mfu.md``).
+
+    ``gpus`` is the number of GPUs that share ``model.tokens_per_step``; by default the job's world
+    size where the trace states it, else the number of devices in the trace.
+    """
+    if gpus is None:
+        sizes = {s.world_size for s in trace.meta.sources if s.world_size}
+        gpus = max(sizes) if sizes else max(len(analysis.devices), 1)
+    return compute_mfu(analysis, model, gpu_names=trace.meta.gpus, gpus=gpus, peak_tflops=peak_tflops)
+
+
 def report(
     trace: Trace,
     *,
     step_pattern: str = DEFAULT_STEP_PATTERN,
     max_gaps: int = DEFAULT_MAX_GAPS,
     top_kernels: int = DEFAULT_TOP_KERNELS,
+    model: ModelSpec | None = None,
+    gpus: int | None = None,
+    peak_tflops: float | None = None,
 ) -> Report:
-    """The report object every renderer draws; ``.to_dict()`` is the JSON report."""
+    """The report object every renderer draws: the analysis, the findings, MFU when ``model`` is
+    given, and a timeline excerpt; ``.to_dict()`` is the JSON report."""
     analysis = analyze(trace, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=top_kernels)
-    return Report.build(trace, analysis)
+    utilisation = None if model is None else mfu(trace, analysis, model, gpus=gpus, peak_tflops=peak_tflops)
+    return Report.build(
+        trace,
+        analysis,
+        findings=find_findings(trace.events, analysis, mfu=utilisation),
+        mfu=utilisation,
+        timeline=timeline_excerpt(trace.events, analysis),
+    )

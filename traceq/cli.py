@@ -20,6 +20,7 @@ from traceq.errors import InvalidArgumentError, OutputExistsError, TraceqError
 from traceq.importers import FORMATS
 from traceq.progress import import_progress
 from traceq.report.info_text import render_info
+from traceq.report.render import renderer_for
 from traceq.report.text import render_text
 
 EXIT_INTERNAL_ERROR = 70
@@ -161,10 +162,34 @@ def convert(paths: tuple[Path, ...], input_format: Any, output: Path, force: boo
     click.echo(f"wrote {output} ({trace.events.height:,} rows)")
 
 
+def default_html_path(paths: tuple[Path, ...]) -> Path:
+    """``<input>.report.html`` next to the (first) input: ``step.nsys-rep`` -> ``step.report.html``."""
+    first = paths[0]
+    name = first.name.rstrip("/")
+    for suffix in (".gz", ".json", ".sqlite", ".nsys-rep", ".qdrep", ".parquet", ".db"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+    return first.parent / f"{name or 'trace'}.report.html"
+
+
 @cli.command()
 @_paths
 @_format_opt
-@click.option("--json", "json_out", type=click.Path(path_type=Path), default=None, help="Write the JSON report here.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the report here; .html, .json or .txt by suffix. Default: <input>.report.html next to the input.",
+)
+@click.option(
+    "--json", "json_out", type=click.Path(path_type=Path), default=None, help="Also write the JSON report here."
+)
+@click.option("--no-html", is_flag=True, help="Print the summary only; write no HTML file.")
+@click.option(
+    "--cdn", is_flag=True, help="Link plotly.js from its CDN instead of inlining it (smaller file, needs network)."
+)
+@click.option("--force", is_flag=True, help="Overwrite output files that exist.")
 @click.option(
     "--step-pattern",
     default=DEFAULT_STEP_PATTERN,
@@ -172,38 +197,102 @@ def convert(paths: tuple[Path, ...], input_format: Any, output: Path, force: boo
     help="Regex (case-insensitive) naming the CPU-side ranges that delimit steps.",
 )
 @click.option(
-    "--max-gaps",
-    type=click.IntRange(min=0),
-    default=DEFAULT_MAX_GAPS,
-    show_default=True,
-    help="Longest gaps listed in the report.",
+    "--max-gaps", type=click.IntRange(min=0), default=DEFAULT_MAX_GAPS, show_default=True, help="Longest gaps listed."
 )
 @click.option(
     "--top-kernels",
     type=click.IntRange(min=0),
     default=DEFAULT_TOP_KERNELS,
     show_default=True,
-    help="Kernels listed in the report, by total GPU time.",
+    help="Kernels listed, by total GPU time.",
 )
-@click.option("--force", is_flag=True, help="Overwrite output files that exist.")
+@click.option("--params", type=float, default=None, help="MFU: parameters in matmuls (Ψ), e.g. 6.74e9.")
+@click.option("--layers", type=click.IntRange(min=1), default=None, help="MFU: transformer layers (L).")
+@click.option(
+    "--attn-width", type=click.IntRange(min=1), default=None, help="MFU: attention width, heads × head dim (h)."
+)
+@click.option("--seq-len", type=click.IntRange(min=1), default=None, help="MFU: sequence length (s).")
+@click.option("--tokens-per-step", type=float, default=None, help="MFU: global tokens per step, over all GPUs.")
+@click.option(
+    "--flops-per-step", type=float, default=None, help="MFU: global model FLOPs per step, instead of the shape."
+)
+@click.option("--recompute", is_flag=True, help="MFU: full activation recomputation; also report HFU (4/3 of MFU).")
+@click.option(
+    "--gpus", type=click.IntRange(min=1), default=None, help="MFU: GPUs sharing the tokens (default: world size)."
+)
+@click.option(
+    "--peak-tflops", type=float, default=None, help="MFU: dense peak TFLOP/s of one GPU (default: by GPU name)."
+)
 def report(
     paths: tuple[Path, ...],
     input_format: Any,
+    output: Path | None,
     json_out: Path | None,
+    no_html: bool,
+    cdn: bool,
+    force: bool,
     step_pattern: str,
     max_gaps: int,
     top_kernels: int,
-    force: bool,
+    params: float | None,
+    layers: int | None,
+    attn_width: int | None,
+    seq_len: int | None,
+    tokens_per_step: float | None,
+    flops_per_step: float | None,
+    recompute: bool,
+    gpus: int | None,
+    peak_tflops: float | None,
 ) -> None:
-    """Where the step time went, and why: per device and step, with the cause of every idle gap."""
+    """Where the step time went, and why: findings, per-step breakdown, idle gaps and their causes.
+
+    Prints a summary and writes a self-contained HTML report (or JSON/text, by the -o suffix).
+    """
+    outputs: list[Path] = []
+    if output is not None:
+        renderer_for(output)  # an unknown suffix fails before the import
+        outputs.append(output)
+    elif not no_html:
+        outputs.append(default_html_path(paths))
     if json_out is not None:
-        _check_output(json_out, force)
+        outputs.append(json_out)
+    for path in outputs:
+        _check_output(path, force)
+    model = None
+    shape = (params, layers, attn_width, seq_len, tokens_per_step, flops_per_step)
+    if any(v is not None for v in shape) or recompute:
+        model = api.ModelSpec(
+            params=params,
+            layers=layers,
+            attn_width=attn_width,
+            seq_len=seq_len,
+            tokens_per_step=tokens_per_step,
+            flops_per_step=flops_per_step,
+            recompute=recompute,
+        )
     trace = _load(paths, input_format)
-    result = api.report(trace, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=top_kernels)
+    result = api.report(
+        trace,
+        step_pattern=step_pattern,
+        max_gaps=max_gaps,
+        top_kernels=top_kernels,
+        model=model,
+        gpus=gpus,
+        peak_tflops=peak_tflops,
+    )
     click.echo(render_text(result), nl=False)
-    if json_out is not None:
-        json_out.write_text(json.dumps(result.to_dict(), indent=1, sort_keys=True) + "\n")
-        click.echo(f"wrote {json_out}")
+    for path in outputs:
+        _write(path, renderer_for(path, cdn=cdn).render(result))
+        click.echo(f"wrote {path}")
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise OutputExistsError(
+            f"cannot be written ({exc.strerror})", path=path, hint="pass -o with a writable path, or --no-html"
+        ) from exc
 
 
 def _load(paths: tuple[Path, ...], input_format: Any) -> api.Trace:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import click
 import jsonschema
 import pytest
 
 import traceq
+from traceq.report.html import render_html
+from traceq.report.text import render_text
 
 from ..conftest import REPO, SHARED_TRACES
 
@@ -33,6 +36,12 @@ def test_report_runs_and_its_numbers_add_up(shared_traces: Path, relative: str) 
         assert s.dur_ns == s.compute_ns + s.exposed_comm_ns + s.idle_ns
     gaps = report.analysis.gap_table
     assert (gaps["end_ns"] > gaps["start_ns"]).all()
+    for finding in report.findings:
+        assert finding.evidence, finding.id
+    text = click.unstyle(render_text(report))
+    assert max(len(line) for line in text.splitlines()) <= 80
+    page = render_html(report)
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
 
 
 @pytest.mark.real

@@ -28,7 +28,8 @@ class ReportSource:
 
 @dataclass(frozen=True)
 class TimelineBar:
-    """One GPU activity drawn on the timeline excerpt (ns)."""
+    """One GPU activity drawn on the timeline excerpt (ns); ``kind`` is ``comm`` for communication
+    kernels, otherwise the event kind."""
 
     rank: int | None
     device: int
@@ -56,7 +57,7 @@ class TimelineExcerpt:
     """A few steps of a few devices, for the HTML timeline (streams as rows).
 
     ``bars_total`` is how many activities the window held; where it exceeds ``len(bars)`` the
-    excerpt was downsampled (the longest activities kept).
+    excerpt was downsampled (the longest activities kept).  Likewise ``gaps_total`` for gaps.
     """
 
     start_ns: int
@@ -65,6 +66,7 @@ class TimelineExcerpt:
     bars: tuple[TimelineBar, ...]
     bars_total: int
     gaps: tuple[TimelineGap, ...]
+    gaps_total: int
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,15 @@ class Report:
     analysis: Analysis = field(repr=False, compare=False)
 
     @classmethod
-    def build(cls, trace: Trace, analysis: Analysis) -> Report:
+    def build(
+        cls,
+        trace: Trace,
+        analysis: Analysis,
+        *,
+        findings: tuple[Finding, ...] = (),
+        mfu: Mfu | None = None,
+        timeline: TimelineExcerpt | None = None,
+    ) -> Report:
         return cls(
             schema_version=REPORT_SCHEMA_VERSION,
             source=ReportSource(files=trace.meta.sources, import_stats=trace.import_stats.counts),
@@ -93,9 +103,9 @@ class Report:
             steps=analysis.steps,
             gaps=analysis.gaps,
             kernels=analysis.kernels,
-            findings=(),
-            mfu=None,
-            timeline=None,
+            findings=findings,
+            mfu=mfu,
+            timeline=timeline,
             analysis=analysis,
         )
 

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from textwrap import wrap
 
-from traceq.analyses.model import CAUSES, DeviceBreakdown
+import click
+
+from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding
 from traceq.report.model import Report
 
 WIDTH = 80
+SEVERITY_COLOURS = {"high": "red", "medium": "yellow", "low": "cyan"}
+"""ANSI colours of the findings; click.echo drops them when the output is not a terminal."""
+
+
+def _heading(text: str) -> str:
+    return click.style(text, bold=True)
 
 
 def format_ns(ns: float) -> str:
@@ -34,11 +43,17 @@ def _shorten(text: str, width: int) -> str:
 
 
 def render_text(report: Report) -> str:
-    """The summary: per-device breakdown, idle by cause, longest gaps, top kernels."""
+    """The summary: per-device breakdown, idle by cause, findings, longest gaps, top kernels.
+
+    Headings and severities carry ANSI styles (``click.unstyle`` removes them).
+    """
     lines: list[str] = []
-    for src in report.source.files:
+    for src in report.source.files[:4]:
         version = f" {src.format_version}" if src.format_version else ""
-        lines.append(_shorten(f"{src.path} ({src.format}{version})", WIDTH))
+        lines.append(_heading(_shorten(src.path, WIDTH)))
+        lines.append(_shorten(f"  {src.format}{version}", WIDTH))
+    if len(report.source.files) > 4:
+        lines.append(f"  … and {len(report.source.files) - 4} more files")
     lines.append("")
     if not report.devices:
         lines.append("no GPU activity in this trace: nothing to break down")
@@ -46,6 +61,18 @@ def render_text(report: Report) -> str:
     lines.extend(_breakdown(report.devices))
     lines.append("")
     lines.extend(_idle_by_cause(report.devices))
+    lines.append("")
+    lines.extend(_findings(report.findings))
+    if report.mfu is not None:
+        lines.append("")
+        m = report.mfu
+        hfu = f", HFU {100 * m.mean_hfu:.1f}%" if m.mean_hfu is not None else ""
+        lines.append(_heading("model FLOPs utilisation"))
+        gpus = f"{m.gpus} GPU" + ("s" if m.gpus != 1 else "")
+        lines.append(f"  MFU {100 * m.mean_mfu:.1f}%{hfu} over {len(m.steps)} step windows, {gpus}")
+        if m.mean_mfu > 1:
+            lines.append("  above 100%: check --tokens-per-step (global), --gpus and the model shape")
+        lines.append(_shorten(f"  peak {m.peak_flops_per_gpu / 1e12:g} TFLOP/s per GPU ({m.peak_source})", WIDTH))
     if report.gaps:
         lines.append("")
         lines.extend(_gaps(report))
@@ -55,9 +82,22 @@ def render_text(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _findings(findings: Sequence[Finding]) -> list[str]:
+    if not findings:
+        return [_heading("findings"), "  none: no cause of lost time reaches its threshold"]
+    out = [_heading(f"findings ({len(findings)})")]
+    for f in findings:
+        tag = click.style(f"{f.severity:<6}", fg=SEVERITY_COLOURS.get(f.severity), bold=True)
+        title = wrap(f.title, WIDTH - 11) or [""]
+        out.append(f"  {tag}  {title[0]}")
+        out.extend(f"{'':10}{line}" for line in title[1:])
+        out.extend(f"{'':10}{line}" for line in wrap(f"fix: {f.fix}", WIDTH - 10))
+    return out
+
+
 def _breakdown(devices: Sequence[DeviceBreakdown]) -> list[str]:
     out = [
-        "where the step time went (share of step time)",
+        _heading("where the step time went (share of step time)"),
         f"  {'device':<12}{'steps':>6}{'step time':>12}{'compute':>10}{'exp. comm':>11}{'idle':>8}{'comm':>8}",
     ]
     for d in devices:
@@ -74,7 +114,7 @@ def _breakdown(devices: Sequence[DeviceBreakdown]) -> list[str]:
 
 def _idle_by_cause(devices: Sequence[DeviceBreakdown]) -> list[str]:
     header = "".join(f"{c:>9}" for c in CAUSES)
-    out = ["idle time by cause (share of step time)", f"  {'device':<12}{header}"]
+    out = [_heading("idle time by cause (share of step time)"), f"  {'device':<12}{header}"]
     for d in devices:
         cells = "".join(f"{_pct(d.idle_by_cause_ns[c], d.dur_ns):>9}" for c in CAUSES)
         out.append(f"  {device_label(d):<12}{cells}")
@@ -82,7 +122,7 @@ def _idle_by_cause(devices: Sequence[DeviceBreakdown]) -> list[str]:
 
 
 def _gaps(report: Report, limit: int = 5) -> list[str]:
-    out = [f"longest idle gaps (of {len(report.analysis.gap_table):,})"]
+    out = [_heading(f"longest idle gaps (of {len(report.analysis.gap_table):,})")]
     for g in report.gaps[:limit]:
         rank = f"r{g.rank} " if g.rank is not None else ""
         head = f"  {format_ns(g.dur_ns):>9}  {rank}GPU {g.device}  {g.cause:<7}"
@@ -97,7 +137,7 @@ def _gaps(report: Report, limit: int = 5) -> list[str]:
 
 
 def _kernels(report: Report, limit: int = 8) -> list[str]:
-    out = ["top kernels by GPU time", f"  {'share':>6} {'total':>10} {'count':>7}  name"]
+    out = [_heading("top kernels by GPU time"), f"  {'share':>6} {'total':>10} {'count':>7}  name"]
     for k in report.kernels[:limit]:
         row = f"  {100 * k.share:5.1f}% {format_ns(k.total_ns):>10} {k.count:>7,}  "
         out.append(row + _shorten(k.name, WIDTH - len(row)))

@@ -1,0 +1,83 @@
+"""Findings: diagnoses of a trace, each with its cost, evidence and the fix to try.
+
+:func:`find_findings` runs every rule in :data:`RULES` over the event table and its
+:class:`~traceq.analyses.model.Analysis` and returns the :class:`~traceq.analyses.model.Finding`
+objects that fire, most severe first.  The rules live in :mod:`.findings_rules` (launch_bound,
+host_sync, input_stall, exposed_comm), :mod:`.findings_straggler` and :mod:`.findings_kernels`
+(memory_bound_kernels, small_kernels); what they share (thresholds, context, formatting) in
+:mod:`.findings_base`.  Every rule fires when its cost reaches 5% of step time on some device
+(:data:`~traceq.analyses.findings_base.FIRE_SHARE`), so always at 10% and never below 2%.
+Definitions, thresholds and fixes: ``docs/findings.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Final
+
+import polars as pl
+
+from traceq.analyses.findings_base import FIRE_SHARE, SEVERITY_BANDS, FindingContext, build_context
+from traceq.analyses.findings_kernels import (
+    MEMORY_BOUND_ALLOWANCE,
+    SHORT_KERNEL_NS,
+    memory_bound_kernels,
+    small_kernels,
+)
+from traceq.analyses.findings_rules import exposed_comm, host_sync, input_stall, launch_bound
+from traceq.analyses.findings_straggler import straggler
+from traceq.analyses.model import SEVERITIES, Analysis, Finding, Mfu
+
+Rule = Callable[[FindingContext], Finding | None]
+
+RULES: Final[tuple[tuple[str, Rule], ...]] = (
+    ("launch_bound", launch_bound),
+    ("host_sync", host_sync),
+    ("input_stall", input_stall),
+    ("exposed_comm", exposed_comm),
+    ("straggler", straggler),
+    ("memory_bound_kernels", memory_bound_kernels),
+    ("small_kernels", small_kernels),
+)
+"""Every rule, by the stable id of the finding it makes."""
+
+FINDING_IDS: Final = tuple(rule_id for rule_id, _ in RULES)
+
+__all__ = [
+    "FINDING_IDS",
+    "FIRE_SHARE",
+    "MEMORY_BOUND_ALLOWANCE",
+    "RULES",
+    "SEVERITY_BANDS",
+    "SHORT_KERNEL_NS",
+    "find_findings",
+]
+
+
+def find_findings(events: pl.DataFrame, analysis: Analysis, *, mfu: Mfu | None = None) -> tuple[Finding, ...]:
+    """The findings that fire on ``events`` (the event table ``analysis`` was computed from).
+
+    Sorted by severity (high, medium, low), then share (descending), then id.  ``mfu`` is
+    accepted for rules that weigh utilisation; none of the current rules needs it.
+    """
+    if not analysis.devices:
+        return ()
+    ctx = build_context(events, analysis, mfu)
+    found = {f.id: f for f in (rule(ctx) for _, rule in RULES) if f is not None}
+    _point_exposed_comm_at_straggler(found)
+    order = {name: i for i, name in enumerate(SEVERITIES)}
+    return tuple(sorted(found.values(), key=lambda f: (order[f.severity], -f.share, f.id)))
+
+
+def _point_exposed_comm_at_straggler(found: dict[str, Finding]) -> None:
+    """When a straggler explains at least half of the exposed communication, say so in its fix:
+    overlapping the collectives cannot hide a wait for a slow rank."""
+    comm, slow = found.get("exposed_comm"), found.get("straggler")
+    if comm is None or slow is None or slow.metrics["wait_share"] < 0.5 * comm.share:
+        return
+    who = slow.title.split(" is a straggler")[0]
+    found["exposed_comm"] = replace(
+        comm,
+        fix=f"Most of this is waiting for a straggler ({who}; see the straggler finding): fix that first. " + comm.fix,
+    )

@@ -1,0 +1,278 @@
+"""What every findings rule shares: the thresholds, the per-device context, and formatting.
+
+A rule is a function ``(FindingContext) -> Finding | None``.  The context holds, once for all
+rules, the event table joined to devices: per device its step windows and breakdown totals
+(``DeviceTotals``), its kernels with their class (:mod:`traceq.analyses.kernel_classes`) and its
+gaps (``Analysis.gap_table``).  Every rule measures
+a *cost* in ns per device, divides it by the device's step time (the sum of its step windows),
+and fires on the worst device when that share reaches :data:`FIRE_SHARE`.  ``docs/findings.md``
+documents each rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+import polars as pl
+
+from traceq import intervals as iv
+from traceq import schema
+from traceq.analyses.kernel_classes import kernel_class_expr
+from traceq.analyses.model import Analysis, Evidence, Mfu
+from traceq.analyses.steps import devices as device_table
+from traceq.analyses.steps import step_windows
+
+FIRE_SHARE: Final = 0.05
+"""A rule fires when its cost reaches 5% of step time on some device: so it always fires at 10%
+and never below 2% (the issue's guarantee)."""
+
+SEVERITY_BANDS: Final = (("high", 0.25), ("medium", 0.10), ("low", 0.0))
+"""Severity by the trigger share: high from 25%, medium from 10%, low below."""
+
+MAX_EXTRA_DEVICES: Final = 3
+"""Other devices over the threshold listed as evidence beside the worst one."""
+
+
+def severity(share: float) -> str:
+    """``high``, ``medium`` or ``low`` for a trigger share (see :data:`SEVERITY_BANDS`)."""
+    return next(name for name, floor in SEVERITY_BANDS if share >= floor)
+
+
+@dataclass(frozen=True)
+class DeviceTotals:
+    """One device (``dev`` indexes the context's frames) and its breakdown over its step windows."""
+
+    dev: int
+    rank: int | None
+    device: int
+    pid: int | None
+    source: str
+    windows: int
+    """Step windows (the activity window counts as one)."""
+    dur_ns: int
+    compute_ns: int
+    comm_ns: int
+    exposed_comm_ns: int
+    idle_ns: int
+    idle_by_cause_ns: Mapping[str, int]
+
+    @property
+    def title_label(self) -> str:
+        """:attr:`label` for the start of a sentence: ``Rank 0, GPU 0``."""
+        return self.label[:1].upper() + self.label[1:]
+
+    @property
+    def label(self) -> str:
+        """``rank 0, GPU 0``; ``GPU 0, pid 4321`` when the trace names no rank."""
+        if self.rank is not None:
+            return f"rank {self.rank}, GPU {self.device}"
+        return f"GPU {self.device}" if self.pid is None else f"GPU {self.device}, pid {self.pid}"
+
+
+@dataclass(frozen=True)
+class FindingContext:
+    """The inputs of every rule, computed once.
+
+    Frames (all with a ``dev`` column, UInt32):
+
+    * ``windows``: dev, step, name, start_ns, end_ns (the step windows, sorted);
+    * ``kernels``: dev, name (String), kernel_class, start_ns, end_ns, dur_ns, in_steps_ns,
+      is_comm, correlation (every kernel row on a known device);
+    * ``gaps``: ``Analysis.gap_table`` with its dev.
+    """
+
+    events: pl.DataFrame
+    analysis: Analysis
+    devices: tuple[DeviceTotals, ...]
+    windows: pl.DataFrame
+    kernels: pl.DataFrame
+    gaps: pl.DataFrame
+    mfu: Mfu | None = None
+    _window_iv: dict[int, iv.Intervals] = field(default_factory=dict, repr=False, compare=False)
+
+    def device_rows(self, d: DeviceTotals, kinds: tuple[str, ...]) -> pl.DataFrame:
+        """The event rows of ``kinds`` on device ``d`` (its source, process and GPU)."""
+        return self.events.filter(
+            pl.col("kind").is_in(kinds)
+            & (pl.col("source").cast(pl.String) == d.source)
+            & pl.col("pid").eq_missing(d.pid)
+            & (pl.col("device") == d.device)
+        )
+
+    def window_intervals(self, dev: int) -> iv.Intervals:
+        """The step windows of ``dev`` as intervals."""
+        if dev not in self._window_iv:
+            self._window_iv[dev] = iv.Intervals.from_frame(self.windows.filter(pl.col("dev") == dev))
+        return self._window_iv[dev]
+
+    def ranked(self, cost_ns: Callable[[DeviceTotals], int | float]) -> list[tuple[float, DeviceTotals]]:
+        """``(cost / step time, device)`` for every device with step time, worst first."""
+        shares = [(cost_ns(d) / d.dur_ns, d) for d in self.devices if d.dur_ns > 0]
+        return sorted(shares, key=lambda sd: (-sd[0], sd[1].dev))
+
+
+def build_context(events: pl.DataFrame, analysis: Analysis, mfu: Mfu | None = None) -> FindingContext:
+    """Join the event table to the analysis' devices once, for all rules."""
+    table = device_table(events)
+    windows = step_windows(events, table, analysis.step_pattern).select("dev", "step", "name", "start_ns", "end_ns")
+    key = ["source", "pid", "device"]
+    counts = windows.group_by("dev").agg(pl.len().alias("windows"))
+    totals = {(d.source, d.pid, d.device): d for d in analysis.devices}
+    infos = []
+    for row in table.join(counts, on="dev", how="left").sort("dev").iter_rows(named=True):
+        d = totals[(row["source"], row["pid"], row["device"])]
+        infos.append(
+            DeviceTotals(
+                dev=int(row["dev"]),
+                rank=row["rank"],
+                device=int(row["device"]),
+                pid=row["pid"],
+                source=row["source"],
+                windows=int(row["windows"] or 0),
+                dur_ns=d.dur_ns,
+                compute_ns=d.compute_ns,
+                comm_ns=d.comm_ns,
+                exposed_comm_ns=d.exposed_comm_ns,
+                idle_ns=d.idle_ns,
+                idle_by_cause_ns=d.idle_by_cause_ns,
+            )
+        )
+    on_device = table.select("dev", *key)
+    activity = (
+        events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null())
+        .with_columns(pl.col("source").cast(pl.String))
+        .join(on_device, on=key, how="inner", nulls_equal=True)
+    )
+    gaps = analysis.gap_table.join(on_device, on=key, how="inner", nulls_equal=True)
+    return FindingContext(
+        events=events,
+        analysis=analysis,
+        devices=tuple(infos),
+        windows=windows,
+        kernels=_kernels(activity, windows),
+        gaps=gaps,
+        mfu=mfu,
+    )
+
+
+def _kernels(activity: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    rows = activity.filter(pl.col("kind") == "kernel").select(
+        "dev",
+        pl.col("name").cast(pl.String),
+        "start_ns",
+        "end_ns",
+        (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
+        "is_comm",
+        "correlation",
+    )
+    names = rows.select("name").unique().with_columns(kernel_class_expr())
+    rows = rows.join(names, on="name", how="left").sort("dev", "start_ns")
+    in_steps = np.zeros(rows.height, np.int64)
+    devs = rows.get_column("dev").to_numpy()
+    spans = iv.Intervals.from_frame(rows)
+    for (dev,), win in windows.partition_by("dev", as_dict=True).items():
+        on_dev = devs == dev
+        chosen = iv.Intervals(spans.start_ns[on_dev], spans.end_ns[on_dev])
+        in_steps[on_dev] = iv.overlap_with_windows(chosen, iv.Intervals.from_frame(win))
+    return rows.with_columns(pl.Series("in_steps_ns", in_steps, dtype=pl.Int64))
+
+
+def with_step(frame: pl.DataFrame, windows: pl.DataFrame, at: str = "start_ns") -> pl.DataFrame:
+    """``frame`` (with ``dev`` and the column ``at``) plus ``step_name`` and ``step_offset_ns``: the
+    step window holding ``frame[at]`` and how far into it (nulls outside every window)."""
+    win = windows.select(
+        "dev",
+        pl.col("start_ns").alias("_wstart"),
+        pl.col("end_ns").alias("_wend"),
+        pl.col("name").alias("_wname"),
+    ).sort("_wstart")
+    joined = (
+        frame.with_row_index("_order")
+        .with_columns(pl.col(at).alias("_at"))
+        .sort("_at")
+        .join_asof(win, left_on="_at", right_on="_wstart", by="dev", strategy="backward", check_sortedness=False)
+        .sort("_order")
+    )
+    inside = pl.col("_at") < pl.col("_wend")
+    return joined.with_columns(
+        pl.when(inside).then(pl.col("_wname")).alias("step_name"),
+        pl.when(inside).then(pl.col("_at") - pl.col("_wstart")).alias("step_offset_ns"),
+    ).drop("_order", "_at", "_wstart", "_wend", "_wname")
+
+
+def fmt_ns(ns: float) -> str:
+    """A duration for people: ``850 ns``, ``38.2 µs``, ``4.21 ms``, ``1.23 s``."""
+    value = float(ns)
+    if abs(value) < 1e3:
+        return f"{value:.0f} ns"
+    if abs(value) < 1e6:
+        return f"{value / 1e3:.1f} µs"
+    if abs(value) < 1e9:
+        return f"{value / 1e6:.2f} ms"
+    return f"{value / 1e9:.2f} s"
+
+
+def fmt_share(share: float) -> str:
+    """A share as a percentage with one decimal: ``34.1%``."""
+    return f"{share:.1%}"
+
+
+def fmt_bytes(n: float) -> str:
+    """``16.0 MiB``, ``512 KiB``, ``64 B``."""
+    value = float(n)
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B"
+
+
+def short_name(name: str, limit: int = 80) -> str:
+    """A kernel name for one line of text: no ``void``, no anonymous namespaces, no argument list,
+    at most ``limit`` characters."""
+    text = name.removeprefix("void ").replace("(anonymous namespace)::", "").replace("<unnamed>::", "").strip()
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0 and i > 0:
+            text = text[:i]
+            break
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def where(step_name: str | None, offset_ns: int | None) -> str:
+    """``ProfilerStep#3 +1.20 ms`` (or ``outside steps``) for evidence lines."""
+    if step_name is None or offset_ns is None:
+        return "outside the step windows"
+    return f"{step_name} +{fmt_ns(offset_ns)}"
+
+
+def other_devices(
+    ranked: list[tuple[float, DeviceTotals]], what: str, *, threshold: float = FIRE_SHARE
+) -> list[Evidence]:
+    """Evidence lines for the devices after the worst one that also reach the threshold."""
+    out = []
+    for share, d in ranked[1 : 1 + MAX_EXTRA_DEVICES]:
+        if share < threshold:
+            break
+        out.append(
+            Evidence(
+                text=f"Also {d.label}: {what} {fmt_share(share)} of step time",
+                rank=d.rank,
+                device=d.device,
+            )
+        )
+    return out
+
+
+def median_int(values: pl.Series) -> int | None:
+    """The median of an integer Series, rounded to an int (None when empty)."""
+    if values.len() == 0:
+        return None
+    m: Any = values.median()
+    return None if m is None else round(float(m))

@@ -1,0 +1,254 @@
+"""The findings rules on kernels: memory_bound_kernels and small_kernels.
+
+Both measure a cost in step time, like the idle-cause rules, so the same guarantee holds (fires
+from ``FIRE_SHARE`` = 5% of step time on some device, so always at 10% and never below 2%):
+
+* **memory_bound_kernels**: the time in memory-bound kernels (elementwise, norm, softmax,
+  reduction, loss, optimizer, memory: :mod:`traceq.analyses.kernel_classes`) beyond an allowance
+  of :data:`MEMORY_BOUND_ALLOWANCE` × the time in math kernels (gemm, conv, attention) — the
+  part fusion is there to remove (seed ``000_*.txt``, section 2: "long elementwise, norm or
+  softmax kernels ... fusion");
+* **small_kernels**: the time in kernels shorter than :data:`SHORT_KERNEL_NS` together with the
+  ``launch`` gaps shorter than :data:`SHORT_GAP_NS` that end at them — the launch-overhead
+  regime (seed ``000_*.txt``: "kernels of a few µs"; ``004_*.txt``: "each CUDA kernel launch
+  has ~5-10 μs overhead").
+
+Times are unions (``|U(x) ∩ steps|``), so concurrent kernels count once.  ``docs/findings.md``
+has the definitions.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+import polars as pl
+
+from traceq import intervals as iv
+from traceq.analyses.findings_base import (
+    FIRE_SHARE,
+    DeviceTotals,
+    FindingContext,
+    fmt_ns,
+    fmt_share,
+    other_devices,
+    severity,
+    short_name,
+)
+from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES
+from traceq.analyses.model import Evidence, Finding
+
+MEMORY_BOUND_ALLOWANCE: Final = 0.5
+"""Memory-bound kernel time counted as normal, per unit of math-kernel time: a fused transformer
+still spends about a third of its kernel time in norms, softmax and activations."""
+
+SHORT_KERNEL_NS: Final = 10_000
+"""Kernels under 10 µs are shorter than the CPU cost of launching them from eager PyTorch."""
+
+SHORT_GAP_NS: Final = 100_000
+"""Launch gaps up to 100 µs before a short kernel count as its launch overhead; a longer gap is the
+CPU doing something else between kernels (``launch_bound`` counts it)."""
+
+MAX_KERNELS = 3
+
+MEMORY_FIX = (
+    "Memory-bound kernels move bytes, not FLOPs: fuse them (torch.compile / TorchInductor, XLA), use fused kernels "
+    "(FlashAttention, fused layer norm, a fused or foreach optimizer) and keep activations in bf16."
+)
+SMALL_FIX = (
+    "Most kernels are shorter than their launch: fuse chains of small ops (torch.compile), give each kernel more "
+    "work (a larger batch), use foreach/fused optimizers, and replay the step as a CUDA graph "
+    '(torch.compile(mode="reduce-overhead")) to remove the CPU cost per kernel.'
+)
+
+
+def _union_in_steps(ctx: FindingContext, dev: int, rows: pl.DataFrame) -> int:
+    return int(iv.measure(iv.intersect(iv.merge(iv.Intervals.from_frame(rows)), iv.merge(ctx.window_intervals(dev)))))
+
+
+def memory_bound_split(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, int]:
+    """``(memory_bound_ns, math_ns, excess_ns)`` of a device inside its step windows, with
+    ``excess_ns = max(0, memory_bound_ns − MEMORY_BOUND_ALLOWANCE · math_ns)``."""
+    kernels = ctx.kernels.filter((pl.col("dev") == d.dev) & ~pl.col("is_comm"))
+    memory = _union_in_steps(ctx, d.dev, kernels.filter(pl.col("kernel_class").is_in(sorted(MEMORY_BOUND_CLASSES))))
+    math = _union_in_steps(ctx, d.dev, kernels.filter(pl.col("kernel_class").is_in(sorted(MATH_CLASSES))))
+    return memory, math, max(0, round(memory - MEMORY_BOUND_ALLOWANCE * math))
+
+
+def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
+    """Memory-bound kernels take more step time than the math they surround justifies."""
+    split = {d.dev: memory_bound_split(ctx, d) for d in ctx.devices}
+    ranked = ctx.ranked(lambda d: split[d.dev][2])
+    if not ranked or ranked[0][0] < FIRE_SHARE:
+        return None
+    share, d = ranked[0]
+    memory_ns, math_ns, excess_ns = split[d.dev]
+    kernels = ctx.kernels.filter((pl.col("dev") == d.dev) & ~pl.col("is_comm") & (pl.col("in_steps_ns") > 0))
+    kernel_ns = _union_in_steps(ctx, d.dev, kernels)
+    steps = max(d.windows, 1)
+    evidence = [
+        Evidence(
+            text=(
+                f"Memory-bound kernels run {fmt_ns(memory_ns / steps)} per step ({memory_ns / kernel_ns:.0%} of kernel "
+                f"time), math kernels (gemm, conv, attention) {fmt_ns(math_ns / steps)}: "
+                f"{fmt_ns(excess_ns / steps)} per step beyond the allowance of {MEMORY_BOUND_ALLOWANCE:g} x math time"
+            ),
+            rank=d.rank,
+            device=d.device,
+            value_ns=excess_ns,
+        )
+    ]
+    memory = kernels.filter(pl.col("kernel_class").is_in(sorted(MEMORY_BOUND_CLASSES)))
+    by_class = (
+        memory.group_by("kernel_class")
+        .agg(pl.col("in_steps_ns").sum().alias("ns"))
+        .sort(["ns", "kernel_class"], descending=[True, False])
+    )
+    evidence.append(
+        Evidence(
+            text="By class, per step: " + ", ".join(f"{cls} {fmt_ns(ns / steps)}" for cls, ns in by_class.iter_rows()),
+            rank=d.rank,
+            device=d.device,
+        )
+    )
+    top = (
+        memory.group_by("name", "kernel_class")
+        .agg(pl.len().alias("n"), pl.col("in_steps_ns").sum().alias("ns"), pl.col("dur_ns").median().alias("dur"))
+        .sort(["ns", "name"], descending=[True, False])
+        .head(MAX_KERNELS)
+    )
+    for name, cls, n, ns, dur in top.iter_rows():
+        evidence.append(
+            Evidence(
+                text=(
+                    f"{short_name(name)} ({cls}): {n / steps:.1f} per step, median {fmt_ns(dur)}, "
+                    f"{fmt_ns(ns / steps)} per step"
+                ),
+                rank=d.rank,
+                device=d.device,
+                name=name,
+                value_ns=int(ns),
+            )
+        )
+    evidence += other_devices(ranked, "memory-bound time beyond the allowance")
+    return Finding(
+        id="memory_bound_kernels",
+        severity=severity(share),
+        title=(
+            f"Memory-bound kernels (elementwise, norm, softmax, ...) take {fmt_share(memory_ns / d.dur_ns)} of step "
+            f"time, {fmt_share(share)} beyond {MEMORY_BOUND_ALLOWANCE:g}x the matmul time ({d.label})"
+        ),
+        share=share,
+        metrics={
+            "memory_bound_ns": memory_ns,
+            "math_ns": math_ns,
+            "kernel_ns": kernel_ns,
+            "memory_bound_excess_ns": excess_ns,
+            "step_ns": d.dur_ns,
+            "memory_bound_share": memory_ns / d.dur_ns,
+            "memory_bound_kernel_share": memory_ns / kernel_ns if kernel_ns else 0.0,
+            "memory_bound_excess_share": share,
+            "steps": d.windows,
+        },
+        evidence=tuple(evidence),
+        fix=MEMORY_FIX,
+    )
+
+
+def small_kernel_cost(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, int]:
+    """``(short_kernel_ns, launch_gap_ns, cost_ns)`` of a device inside its step windows: the union of
+    its non-comm kernels under :data:`SHORT_KERNEL_NS`, of the ``launch`` gaps under
+    :data:`SHORT_GAP_NS` that end at one of them, and of both together."""
+    short = ctx.kernels.filter(
+        (pl.col("dev") == d.dev) & ~pl.col("is_comm") & (pl.col("dur_ns") < SHORT_KERNEL_NS)
+    ).select("start_ns", "end_ns")
+    gaps = ctx.gaps.filter(
+        (pl.col("dev") == d.dev)
+        & (pl.col("cause") == "launch")
+        & (pl.col("dur_ns") < SHORT_GAP_NS)
+        & (pl.col("next_kind") == "kernel")
+        & ((pl.col("next_end_ns") - pl.col("next_start_ns")) < SHORT_KERNEL_NS)
+    ).select("start_ns", "end_ns")
+    both = pl.concat([short, gaps])
+    return (
+        _union_in_steps(ctx, d.dev, short),
+        _union_in_steps(ctx, d.dev, gaps),
+        _union_in_steps(ctx, d.dev, both),
+    )
+
+
+def small_kernels(ctx: FindingContext) -> Finding | None:
+    """Short kernels and the launch gaps before them take a large share of step time."""
+    cost = {d.dev: small_kernel_cost(ctx, d) for d in ctx.devices}
+    ranked = ctx.ranked(lambda d: cost[d.dev][2])
+    if not ranked or ranked[0][0] < FIRE_SHARE:
+        return None
+    share, d = ranked[0]
+    short_ns, gap_ns, cost_ns = cost[d.dev]
+    kernels = ctx.kernels.filter((pl.col("dev") == d.dev) & ~pl.col("is_comm") & (pl.col("in_steps_ns") > 0))
+    durations = kernels.get_column("dur_ns").to_numpy()
+    is_short = durations < SHORT_KERNEL_NS
+    steps = max(d.windows, 1)
+    p10, p50, p90 = (float(v) for v in np.percentile(durations, [10, 50, 90])) if durations.size else (0.0,) * 3
+    short_share = float(is_short.mean()) if durations.size else 0.0
+    evidence = [
+        Evidence(
+            text=(
+                f"{kernels.height / steps:.0f} kernels per step, {short_share:.0%} of them under "
+                f"{fmt_ns(SHORT_KERNEL_NS)}; durations p10 {fmt_ns(p10)}, median {fmt_ns(p50)}, p90 {fmt_ns(p90)}"
+            ),
+            rank=d.rank,
+            device=d.device,
+            value_ns=round(p50),
+        ),
+        Evidence(
+            text=(
+                f"Per step: {fmt_ns(short_ns / steps)} running short kernels and {fmt_ns(gap_ns / steps)} idle in the "
+                f"launch gaps (under {fmt_ns(SHORT_GAP_NS)}) before them"
+            ),
+            rank=d.rank,
+            device=d.device,
+            value_ns=cost_ns,
+        ),
+    ]
+    frequent = (
+        kernels.filter(pl.col("dur_ns") < SHORT_KERNEL_NS)
+        .group_by("name")
+        .agg(pl.len().alias("n"), pl.col("dur_ns").median().alias("dur"), pl.col("dur_ns").sum().alias("ns"))
+        .sort(["n", "name"], descending=[True, False])
+        .head(MAX_KERNELS)
+    )
+    for name, n, dur, ns in frequent.iter_rows():
+        evidence.append(
+            Evidence(
+                text=f"{short_name(name)}: {n / steps:.1f} per step, median {fmt_ns(dur)}",
+                rank=d.rank,
+                device=d.device,
+                name=name,
+                value_ns=int(ns),
+            )
+        )
+    evidence += other_devices(ranked, "short kernels and their launch gaps")
+    return Finding(
+        id="small_kernels",
+        severity=severity(share),
+        title=(
+            f"Kernels under {fmt_ns(SHORT_KERNEL_NS)} and the launch gaps before them take {fmt_share(share)} of "
+            f"step time; {short_share:.0%} of kernels are that short ({d.label})"
+        ),
+        share=share,
+        metrics={
+            "short_kernel_ns": short_ns,
+            "short_launch_gap_ns": gap_ns,
+            "small_kernel_cost_ns": cost_ns,
+            "step_ns": d.dur_ns,
+            "small_kernel_share": share,
+            "kernels": kernels.height,
+            "short_kernels": int(is_short.sum()),
+            "short_kernel_count_share": short_share,
+            "median_kernel_ns": p50,
+            "steps": d.windows,
+        },
+        evidence=tuple(evidence),
+        fix=SMALL_FIX,
+    )

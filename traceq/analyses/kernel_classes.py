@@ -1,0 +1,106 @@
+"""Kernel classes: what kind of work a GPU kernel does, read from its name.
+
+The classes follow the seeds' three regimes (``../shared/seeds/000_*.txt``, section 2: overhead-,
+memory- and compute-bound; ``003_*.txt``, "Anatomy of Model's Operations": tensor contractions,
+statistical normalisations, element-wise operators):
+
+* **math** (compute-bound, tensor cores): ``gemm`` (cuBLAS, CUTLASS, Triton templates, rocBLAS),
+  ``conv`` (cuDNN convolutions, Winograd, FFT), ``attention`` (FlashAttention, fused MHA);
+* **memory-bound**: ``norm`` (layer/RMS/batch/group norm), ``softmax``, ``loss``, ``optimizer``
+  (fused Adam, ``multi_tensor_apply``), ``reduction`` (sums, pooling, Triton ``red``/``per``),
+  ``memory`` (copies, fills, concatenation, gather/scatter, layout changes, sorts),
+  ``elementwise`` (activations, residual adds, casts, Triton ``poi``);
+* ``comm`` (NCCL/RCCL) and ``other`` (anything not recognised).
+
+Names are matched case-insensitively against one ordered list of patterns, first match wins
+(:data:`KERNEL_CLASS_PATTERNS`), vectorised with polars (Rust ``regex`` syntax: no look-around).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import polars as pl
+
+KERNEL_CLASSES: Final = (
+    "gemm",
+    "conv",
+    "attention",
+    "norm",
+    "softmax",
+    "loss",
+    "optimizer",
+    "reduction",
+    "memory",
+    "elementwise",
+    "comm",
+    "other",
+)
+"""Every class :func:`classify_kernel` returns."""
+
+MATH_CLASSES: Final = frozenset({"gemm", "conv", "attention"})
+"""Classes whose time is set by FLOPs / peak: the tensor-core work."""
+
+MEMORY_BOUND_CLASSES: Final = frozenset({"norm", "softmax", "loss", "optimizer", "reduction", "memory", "elementwise"})
+"""Classes whose time is set by bytes / bandwidth: what fusion speeds up."""
+
+# Order matters: the first pattern that matches decides.  Norms, softmax, losses and optimizers
+# come before gemm/conv because cuDNN batch norms and fused optimizers carry "cudnn"/"Functor" in
+# their names; layout changes come before conv for the same reason; gemm before reduction and
+# memory because cuBLAS split-K reductions and transposes belong to their matmul (but fbgemm_gpu's
+# embedding kernels are not matmuls).
+KERNEL_CLASS_PATTERNS: Final[tuple[tuple[str, str], ...]] = (
+    ("comm", r"^(nccl|rccl)|nccl(Dev)?Kernel|msccl"),
+    ("attention", r"flash|fmha|attention|_attn|attn_|sdpa|xformers|cutlassF|mha_fwd|mha_bwd"),
+    (
+        "norm",
+        r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|\bbn_|::bn_|bn_fw|bn_bw"
+        r"|GammaBeta|RowwiseMoments|welford|cuApplyLayerNorm|cuComputeGradInput|cuComputePartGradGammaBeta",
+    ),
+    ("softmax", r"softmax"),
+    ("loss", r"nll_loss|ClassNLLCriterion|cross_entropy|mse_loss|smooth_l1|binary_cross|ctc_loss|_loss_"),
+    ("optimizer", r"(^|[^h])adam|adagrad|rmsprop|sgd_|_sgd|optimizer|multi_tensor_apply|_foreach_|lamb_|amsgrad"),
+    ("memory", r"nchwToNhwc|nhwcToNchw|nchw2nhwc|nhwc2nchw|tensor_?transform"),
+    ("conv", r"convol|conv\d|conv_|_conv|cudnn|implicit_gemm|fprop|dgrad|wgrad|winograd|fft\d|fft_|im2col"),
+    (
+        "gemm",
+        r"(^|[^b])gemm|gemv|matmul|cublas|cutlass|xmma|wgmma|hmma|triton_tem_|_mm_|bmm|tensorop|nvjet|rocblas"
+        r"|hipblaslt|^Cijk_",
+    ),
+    (
+        "reduction",
+        r"reduce|reduction|triton_red_|triton_per_|argmax|argmin|cumsum|cumprod|DeviceScan|topk"
+        r"|sum_kernel|mean_kernel|norm_kernel|pool",
+    ),
+    (
+        "memory",
+        r"memcpy|memset|copy|CatArray|\bcat_|fill|gather|scatter|index|embedding|transpose|permute"
+        r"|sort|\bflip_|\broll_|repeat_|\bpad_",
+    ),
+    (
+        "elementwise",
+        r"elementwise|pointwise|triton_poi_|Functor|gelu|relu|silu|swish|sigmoid|tanh|dropout|bias"
+        r"|clamp|threshold|axpy|_add|add_|_mul|mul_|where|masked|cast|convert|activation|exp_|pow_",
+    ),
+)
+"""(class, pattern) in the order they are tried; names matching none are ``other``."""
+
+
+def kernel_class_expr(name: pl.Expr | None = None) -> pl.Expr:
+    """A polars expression classifying kernel names (default: the ``name`` column) into
+    :data:`KERNEL_CLASSES`; a String column, named ``kernel_class``."""
+    text = (pl.col("name") if name is None else name).cast(pl.String)
+    out = pl.lit("other")
+    for cls, pattern in reversed(KERNEL_CLASS_PATTERNS):  # innermost is tried last: first pattern wins
+        out = pl.when(text.str.contains(f"(?i){pattern}")).then(pl.lit(cls)).otherwise(out)
+    return out.alias("kernel_class")
+
+
+def classify_kernels(names: pl.Series) -> pl.Series:
+    """The class of every name in ``names`` (a String Series named ``kernel_class``)."""
+    return pl.DataFrame({"name": names.cast(pl.String)}).select(kernel_class_expr()).to_series()
+
+
+def classify_kernel(name: str) -> str:
+    """The class of one kernel name, e.g. ``"gemm"`` for ``ampere_sgemm_128x64_tn``."""
+    return str(classify_kernels(pl.Series([name]))[0])

@@ -1,0 +1,470 @@
+"""Plotly figures for the HTML report: step breakdown, idle by cause, rank comparison, timeline.
+
+Each builder takes the :class:`~traceq.report.model.Report` and returns a plotly figure as a plain
+dict (``{"data": [...], "layout": {...}}``), or ``None`` when there is nothing to draw; the page
+(:mod:`traceq.report.html`) serialises it.  All charts share one colour-blind-safe palette
+(Okabe–Ito): compute, communication and one colour per idle cause.
+
+Every trace string (kernel, range and API names) reaches plotly through :func:`plot_text`:
+plotly.js parses a subset of HTML in labels and hover texts (``<b>``, ``<a href>``, ...), so
+``&``, ``<`` and ``>`` are escaped as entities that plotly turns back into the literal
+characters.  Durations are shown in ms with the nearest unit in hover texts (``format_ns``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from traceq.analyses.model import CAUSES, DeviceBreakdown, StepBreakdown
+from traceq.report.model import Report, TimelineBar, TimelineExcerpt, TimelineGap
+from traceq.report.text import format_ns
+
+FONT_STACK: Final = (
+    '-apple-system, BlinkMacSystemFont, "Segoe UI", Roboto, "Helvetica Neue", Arial, '
+    '"Noto Sans", "Liberation Sans", "DejaVu Sans", sans-serif'
+)
+
+PALETTE: Final[dict[str, str]] = {
+    "compute": "#0072B2",
+    "comm": "#009E73",
+    "copy": "#56B4E9",
+    "input": "#CC79A7",
+    "sync": "#D55E00",
+    "launch": "#E69F00",
+    "other": "#F0E442",
+    "unknown": "#999999",
+    "edge": "#D9D9D9",
+}
+"""Okabe–Ito colours: compute and (exposed) communication, copies on the timeline, one per idle
+cause, and light grey for idle time outside any gap (before a window's first activity or after
+its last)."""
+
+MAX_STEP_CHART_DEVICES: Final = 8
+"""Devices drawn in the step-breakdown small multiples (the tables list every device)."""
+MAX_SHADED_GAPS: Final = 300
+"""Gaps shaded across their device's stream rows on the timeline (the longest; every gap keeps
+its bar on the device's gap row)."""
+_SUBPLOT_PX: Final = 230
+_SUBPLOT_GAP_PX: Final = 90
+_TEXT_FRACTION: Final = 0.02
+"""Timeline bars at least this share of the window carry their name inside the bar."""
+
+
+def plot_text(text: str) -> str:
+    """``text`` as plotly shows it literally: no tag or entity of it is interpreted."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def device_label(rank: int | None, device: int) -> str:
+    return f"rank {rank} · GPU {device}" if rank is not None else f"GPU {device}"
+
+
+def pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 6)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stacked series: its key, legend label, colour and value for a device or step."""
+
+    key: str
+    label: str
+    colour: str
+    value: Callable[[StepBreakdown | DeviceBreakdown], int]
+
+
+def _outside_gaps(s: StepBreakdown | DeviceBreakdown) -> int:
+    return s.idle_ns - sum(s.idle_by_cause_ns.values())
+
+
+def cause_value(cause: str) -> Callable[[StepBreakdown | DeviceBreakdown], int]:
+    return lambda s: int(s.idle_by_cause_ns.get(cause, 0))
+
+
+SEGMENTS: Final[tuple[Segment, ...]] = (
+    Segment("compute", "compute", PALETTE["compute"], lambda s: s.compute_ns),
+    Segment("exposed_comm", "exposed comm", PALETTE["comm"], lambda s: s.exposed_comm_ns),
+    *(Segment(f"idle_{c}", f"idle: {c}", PALETTE[c], cause_value(c)) for c in CAUSES),
+    Segment("idle_edge", "idle: outside gaps", PALETTE["edge"], _outside_gaps),
+)
+"""The parts of step time, in stacking order; they add up to ``dur_ns``."""
+
+IDLE_SEGMENTS: Final = SEGMENTS[2:]
+
+
+def _layout(**kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "font": {"family": FONT_STACK, "size": 12, "color": "#222"},
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#ffffff",
+        "margin": {"l": 60, "r": 20, "t": 70, "b": 100},
+        "legend": {
+            "orientation": "h",
+            "traceorder": "normal",
+            "x": 0,
+            "y": 0,
+            "xanchor": "left",
+            "yanchor": "bottom",
+            "yref": "container",
+        },
+        "hoverlabel": {"font": {"family": FONT_STACK, "size": 12}, "align": "left"},
+        "title": {"x": 0, "xanchor": "left", "font": {"size": 15}},
+    }
+    base.update(kw)
+    return base
+
+
+def _axis(title: str, **kw: Any) -> dict[str, Any]:
+    return {
+        "title": {"text": title},
+        "gridcolor": "#e6e6e6",
+        "linecolor": "#999",
+        "zerolinecolor": "#bbb",
+        "ticks": "outside",
+        **kw,
+    }
+
+
+def _finish(fig: go.Figure) -> dict[str, Any]:
+    out: dict[str, Any] = fig.to_plotly_json()
+    out["layout"].pop("template", None)
+    return out
+
+
+def _used(segments: Sequence[Segment], items: Sequence[StepBreakdown | DeviceBreakdown]) -> list[Segment]:
+    """The segments with any time in ``items`` (an all-zero series only clutters the legend)."""
+    return [seg for seg in segments if any(seg.value(i) for i in items)]
+
+
+def _step_labels(steps: Sequence[StepBreakdown]) -> list[str]:
+    labels = [str(s.step) if s.step is not None else shorten(s.name, 24) for s in steps]
+    if len(set(labels)) < len(labels):
+        labels = [f"{i + 1}: {label}" for i, label in enumerate(labels)]
+    return [plot_text(label) for label in labels]
+
+
+def steps_of(report: Report, d: DeviceBreakdown) -> list[StepBreakdown]:
+    """The step windows of device ``d``, in time order."""
+    return [s for s in report.steps if (s.rank, s.device, s.pid) == (d.rank, d.device, d.pid)]
+
+
+def step_breakdown_figure(report: Report) -> dict[str, Any] | None:
+    """Per device (small multiples) and step: stacked compute, exposed comm, idle by cause (ms)."""
+    devices = report.devices[:MAX_STEP_CHART_DEVICES]
+    if not devices or not report.steps:
+        return None
+    cols = 1 if len(devices) == 1 else 2
+    rows = math.ceil(len(devices) / cols)
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=[device_label(d.rank, d.device) for d in devices],
+        vertical_spacing=_SUBPLOT_GAP_PX / (_SUBPLOT_PX * rows + _SUBPLOT_GAP_PX * (rows - 1)),
+        horizontal_spacing=0.08,
+    )
+    used = _used(SEGMENTS, report.steps)
+    for n, d in enumerate(devices):
+        steps = steps_of(report, d)
+        labels = _step_labels(steps)
+        row, col = n // cols + 1, n % cols + 1
+        for seg in used:
+            values = [seg.value(s) for s in steps]
+            hover = [
+                f"{device_label(d.rank, d.device)} · {plot_text(shorten(s.name, 60))}<br>"
+                f"{seg.label}: {format_ns(v)} ({pct(v, s.dur_ns)} of {format_ns(s.dur_ns)})"
+                for s, v in zip(steps, values, strict=True)
+            ]
+            fig.add_trace(
+                go.Bar(
+                    x=labels,
+                    y=[_ms(v) for v in values],
+                    name=seg.label,
+                    legendgroup=seg.key,
+                    showlegend=n == 0,
+                    marker={"color": seg.colour, "line": {"width": 0}},
+                    hovertext=hover,
+                    hoverinfo="text",
+                ),
+                row=row,
+                col=col,
+            )
+        fig.update_xaxes(_axis("step", type="category"), row=row, col=col)
+        fig.update_yaxes(_axis("ms", rangemode="tozero"), row=row, col=col)
+    fig.update_layout(
+        _layout(
+            barmode="stack",
+            bargap=0.25,
+            height=160 + _SUBPLOT_PX * rows + _SUBPLOT_GAP_PX * (rows - 1),
+            title={"text": "Step time by part, per device and step (ms)"},
+        )
+    )
+    return _finish(fig)
+
+
+def idle_by_cause_figure(report: Report) -> dict[str, Any] | None:
+    """Per device: idle time by cause as a share of step time (stacked horizontal bars, %)."""
+    devices = report.devices
+    if not devices or not any(d.idle_ns for d in devices):
+        return None
+    labels = [device_label(d.rank, d.device) for d in devices]
+    fig = go.Figure()
+    for seg in _used(IDLE_SEGMENTS, devices):
+        values = [seg.value(d) for d in devices]
+        fig.add_trace(
+            go.Bar(
+                y=labels,
+                x=[round(100 * v / d.dur_ns, 4) if d.dur_ns else 0 for d, v in zip(devices, values, strict=True)],
+                orientation="h",
+                name=seg.label,
+                marker={"color": seg.colour, "line": {"width": 0}},
+                hovertext=[
+                    f"{label}<br>{seg.label}: {format_ns(v)} ({pct(v, d.dur_ns)} of step time)"
+                    for label, d, v in zip(labels, devices, values, strict=True)
+                ],
+                hoverinfo="text",
+            )
+        )
+    fig.update_layout(
+        _layout(
+            barmode="stack",
+            height=190 + 28 * len(devices),
+            margin={"l": 130, "r": 20, "t": 60, "b": 100},
+            title={"text": "Idle time by cause (% of step time)"},
+            xaxis=_axis("% of step time", rangemode="tozero"),
+            yaxis=_axis("", autorange="reversed", type="category"),
+        )
+    )
+    return _finish(fig)
+
+
+def rank_comparison_figure(report: Report) -> dict[str, Any] | None:
+    """Several ranks side by side: mean time per step, stacked by part (ms)."""
+    devices = report.devices
+    if len({d.rank for d in devices if d.rank is not None}) < 2:
+        return None
+    labels = [device_label(d.rank, d.device) for d in devices]
+    fig = go.Figure()
+    for seg in _used(SEGMENTS, devices):
+        per_step = [seg.value(d) / max(d.steps, 1) for d in devices]
+        fig.add_trace(
+            go.Bar(
+                y=labels,
+                x=[_ms(v) for v in per_step],
+                orientation="h",
+                name=seg.label,
+                marker={"color": seg.colour, "line": {"width": 0}},
+                hovertext=[
+                    f"{label}<br>{seg.label}: {format_ns(v)} per step ({pct(v * max(d.steps, 1), d.dur_ns)})"
+                    for label, d, v in zip(labels, devices, per_step, strict=True)
+                ],
+                hoverinfo="text",
+            )
+        )
+    fig.update_layout(
+        _layout(
+            barmode="stack",
+            height=190 + 28 * len(devices),
+            margin={"l": 130, "r": 20, "t": 60, "b": 100},
+            title={"text": "Ranks side by side: mean time per step by part (ms)"},
+            xaxis=_axis("ms per step", rangemode="tozero"),
+            yaxis=_axis("", autorange="reversed", type="category"),
+        )
+    )
+    return _finish(fig)
+
+
+_BAR_CLASSES: Final = (
+    (("kernel",), "kernel", PALETTE["compute"]),
+    (("comm",), "comm kernel", PALETTE["comm"]),
+    (("memcpy", "memset"), "memcpy / memset", PALETTE["copy"]),
+)
+
+
+def _stream_row(bar: TimelineBar) -> str:
+    stream = f"stream {bar.stream}" if bar.stream is not None else "stream ?"
+    return f"{device_label(bar.rank, bar.device)} · {stream}"
+
+
+def _gap_row(rank: int | None, device: int) -> str:
+    return f"{device_label(rank, device)} · idle gaps"
+
+
+def timeline_rows(excerpt: TimelineExcerpt) -> list[str]:
+    """The timeline's rows, top to bottom: per device its gap row, then one row per stream."""
+    order: dict[tuple[int | None, int], list[str]] = {}
+    for bar in excerpt.bars:
+        streams = order.setdefault((bar.rank, bar.device), [])
+        row = _stream_row(bar)
+        if row not in streams:
+            streams.append(row)
+    for gap in excerpt.gaps:
+        order.setdefault((gap.rank, gap.device), [])
+    rows: list[str] = []
+    for (rank, device), streams in order.items():
+        rows.append(_gap_row(rank, device))
+        rows.extend(streams)
+    return rows
+
+
+def _step_marks(report: Report, excerpt: TimelineExcerpt) -> list[StepBreakdown]:
+    """The step windows of the excerpt, as the first device that has them recorded them."""
+    names = set(excerpt.steps)
+    for d in report.devices:
+        marks = [
+            s
+            for s in steps_of(report, d)
+            if s.name in names and excerpt.start_ns <= s.start_ns and s.end_ns <= excerpt.end_ns
+        ]
+        if marks:
+            return marks
+    return []
+
+
+def timeline_figure(report: Report) -> dict[str, Any] | None:
+    """The excerpt: one row per stream, a gap row per device, gaps shaded over the device's rows."""
+    tl = report.timeline
+    if tl is None or (not tl.bars and not tl.gaps):
+        return None
+    origin, span = tl.start_ns, max(tl.end_ns - tl.start_ns, 1)
+    rows = timeline_rows(tl)
+    fig = go.Figure()
+    for kinds, label, colour in _BAR_CLASSES:
+        bars = [b for b in tl.bars if b.kind in kinds]
+        if bars:
+            fig.add_trace(_bar_trace(bars, label, colour, origin, span))
+    for cause in CAUSES:
+        gaps = [g for g in tl.gaps if g.cause == cause]
+        if gaps:
+            fig.add_trace(_gap_trace(gaps, cause, origin))
+    shapes = _gap_shading(tl.gaps, rows, origin)
+    annotations = []
+    for s in _step_marks(report, tl):
+        x = _ms(s.start_ns - origin)
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": x,
+                "x1": x,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": "#555", "width": 1, "dash": "dot"},
+            }
+        )
+        annotations.append(
+            {
+                "x": x,
+                "y": 1,
+                "xref": "x",
+                "yref": "paper",
+                "yanchor": "bottom",
+                "xanchor": "left",
+                "showarrow": False,
+                "text": plot_text(shorten(s.name, 40)),
+                "font": {"size": 11, "color": "#555"},
+            }
+        )
+    fig.update_layout(
+        _layout(
+            barmode="overlay",
+            height=180 + 30 * len(rows),
+            margin={"l": 190, "r": 20, "t": 80, "b": 100},
+            title={"text": f"Timeline: {len(tl.steps)} step(s), {format_ns(span)}"},
+            xaxis=_axis("time since the window start (ms)", range=[0, _ms(span)]),
+            yaxis=_axis("", type="category", categoryorder="array", categoryarray=rows, autorange="reversed"),
+            shapes=shapes,
+            annotations=annotations,
+            uniformtext={"minsize": 9, "mode": "hide"},
+            hovermode="closest",
+        )
+    )
+    return _finish(fig)
+
+
+def _bar_trace(bars: Sequence[TimelineBar], label: str, colour: str, origin: int, span: int) -> go.Bar:
+    return go.Bar(
+        y=[_stream_row(b) for b in bars],
+        base=[_ms(b.start_ns - origin) for b in bars],
+        x=[_ms(b.end_ns - b.start_ns) for b in bars],
+        orientation="h",
+        name=label,
+        width=0.8,
+        marker={"color": colour, "line": {"width": 0}},
+        text=[plot_text(shorten(b.name, 40)) if b.end_ns - b.start_ns >= _TEXT_FRACTION * span else "" for b in bars],
+        textposition="inside",
+        insidetextanchor="start",
+        textfont={"color": "#ffffff"},
+        hovertext=[
+            f"{plot_text(shorten(b.name, 160))}<br>{label} · {format_ns(b.end_ns - b.start_ns)} · "
+            f"+{format_ns(b.start_ns - origin)}"
+            for b in bars
+        ],
+        hoverinfo="text",
+    )
+
+
+def _gap_trace(gaps: Sequence[TimelineGap], cause: str, origin: int) -> go.Bar:
+    return go.Bar(
+        y=[_gap_row(g.rank, g.device) for g in gaps],
+        base=[_ms(g.start_ns - origin) for g in gaps],
+        x=[_ms(g.end_ns - g.start_ns) for g in gaps],
+        orientation="h",
+        name=f"idle: {cause}",
+        width=0.8,
+        marker={"color": PALETTE[cause], "line": {"width": 0}},
+        text=[plot_text(g.label) for g in gaps],
+        textposition="inside",
+        insidetextanchor="start",
+        textfont={"color": "#000000" if cause in ("other", "launch", "unknown") else "#ffffff"},
+        hovertext=[
+            f"idle gap · {format_ns(g.end_ns - g.start_ns)} · +{format_ns(g.start_ns - origin)}<br>{plot_text(g.label)}"
+            for g in gaps
+        ],
+        hoverinfo="text",
+    )
+
+
+def _gap_shading(gaps: Sequence[TimelineGap], rows: Sequence[str], origin: int) -> list[dict[str, Any]]:
+    """Translucent rectangles over each of the longest gaps' device rows (gap row and streams)."""
+    span_of: dict[tuple[int | None, int], tuple[int, int]] = {}
+    for key in {(g.rank, g.device) for g in gaps}:
+        first = last = rows.index(_gap_row(*key))
+        prefix = device_label(*key) + " · "
+        while last + 1 < len(rows) and rows[last + 1].startswith(prefix):
+            last += 1
+        span_of[key] = (first, last)
+    longest = sorted(gaps, key=lambda g: (-(g.end_ns - g.start_ns), g.start_ns))[:MAX_SHADED_GAPS]
+    shapes = []
+    for g in sorted(longest, key=lambda g: (g.start_ns, g.rank if g.rank is not None else -1, g.device)):
+        first, last = span_of[(g.rank, g.device)]
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "y",
+                "x0": _ms(g.start_ns - origin),
+                "x1": _ms(g.end_ns - origin),
+                "y0": first - 0.5,
+                "y1": last + 0.5,
+                "fillcolor": PALETTE[g.cause],
+                "opacity": 0.18,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+    return shapes

@@ -1,0 +1,70 @@
+"""Renderers share one small Protocol and are chosen by the output's suffix.
+
+``renderer_for(Path("r.html"))`` draws HTML, ``.json`` the JSON report, ``.txt`` (or ``.text``)
+the terminal summary without colour.  Each returns the whole file as a string.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Protocol
+
+import click
+
+from traceq.errors import InvalidArgumentError
+from traceq.report.model import Report
+
+
+class Renderer(Protocol):
+    """Draws a report into the text of one output file."""
+
+    def render(self, report: Report) -> str: ...
+
+
+@dataclass(frozen=True)
+class HtmlRenderer:
+    """The self-contained HTML page (plotly inlined unless ``cdn``)."""
+
+    cdn: bool = False
+
+    def render(self, report: Report) -> str:
+        from traceq.report.html import render_html
+
+        return render_html(report, cdn=self.cdn)
+
+
+@dataclass(frozen=True)
+class JsonRenderer:
+    """The JSON report (``schemas/report.schema.json``): sorted keys, one space indent."""
+
+    def render(self, report: Report) -> str:
+        return json.dumps(report.to_dict(), indent=1, sort_keys=True) + "\n"
+
+
+@dataclass(frozen=True)
+class TextRenderer:
+    """The terminal summary, plain (no ANSI colour)."""
+
+    def render(self, report: Report) -> str:
+        from traceq.report.text import render_text
+
+        return click.unstyle(render_text(report))
+
+
+SUFFIXES: Final = (".html", ".htm", ".json", ".txt", ".text")
+
+
+def renderer_for(path: Path, *, cdn: bool = False) -> Renderer:
+    """The renderer for an output file, by its suffix."""
+    suffix = path.suffix.lower()
+    if suffix in (".html", ".htm"):
+        return HtmlRenderer(cdn=cdn)
+    if suffix == ".json":
+        return JsonRenderer()
+    if suffix in (".txt", ".text"):
+        return TextRenderer()
+    raise InvalidArgumentError(
+        f"cannot tell what to write to {path.name}", hint=f"name the output with one of {', '.join(SUFFIXES)}"
+    )

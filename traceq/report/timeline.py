@@ -1,0 +1,225 @@
+"""The timeline excerpt: a few consecutive steps of a few devices, for the HTML report.
+
+Which window (documented in ``docs/report.md``):
+
+* the devices are the first ``max_devices`` of the analysis (its order: rank, source, process,
+  GPU); the *reference* device is the first of them with step windows;
+* the steps are ``steps`` consecutive step windows of the reference device, centred on its
+  **median** step (the lower median by duration, ties to the earliest).  The median shows the
+  steady state: the longest step is usually the first one (allocator warm-up, autotuning), and
+  the step-breakdown chart already shows every step's length;
+* without step windows the window is the reference device's whole activity window
+  (``steps == ("(whole trace)",)``).
+
+Inside the window: every GPU activity (kernel, memcpy, memset) of the chosen devices, clipped to
+the window, one row per (rank, device, stream); ``kind`` is ``comm`` for communication kernels.
+When more than ``max_bars`` activities fall in the window, the longest ``max_bars`` are kept
+(ties: earliest start) and ``bars_total`` counts them all.  The gaps are the analysis gap table's
+rows of those devices that overlap the window, clipped to it (the longest ``max_bars`` when there
+are more), each labelled with its cause and the CPU call that explains it.
+
+Everything is selected with polars; Python only builds the (at most ``max_bars``) output objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import polars as pl
+
+from traceq import schema
+from traceq.analyses.model import Analysis, DeviceBreakdown, StepBreakdown
+from traceq.report.model import TimelineBar, TimelineExcerpt, TimelineGap
+from traceq.report.text import format_ns
+
+DEFAULT_STEPS: Final = 3
+DEFAULT_MAX_BARS: Final = 4000
+DEFAULT_MAX_DEVICES: Final = 4
+LABEL_NAME_CHARS: Final = 80
+"""Names quoted in a gap label are cut to this many characters."""
+
+
+def timeline_excerpt(
+    events: pl.DataFrame,
+    analysis: Analysis,
+    *,
+    steps: int = DEFAULT_STEPS,
+    max_bars: int = DEFAULT_MAX_BARS,
+    max_devices: int = DEFAULT_MAX_DEVICES,
+) -> TimelineExcerpt | None:
+    """A few steps of a few devices: activity bars per stream and the gaps with their causes.
+
+    ``events`` is the event table the ``analysis`` was computed from.  Returns ``None`` when the
+    trace has no GPU activity.  Times are ns on the trace's clock, clipped to the window.
+    """
+    if steps < 1 or max_bars < 1 or max_devices < 1:
+        raise ValueError("steps, max_bars and max_devices must be at least 1")
+    chosen = analysis.devices[:max_devices]
+    if not chosen:
+        return None
+    reference = next((d for d in chosen if d.window == "steps"), chosen[0])
+    picked = pick_steps(_windows_of(analysis.steps, reference), steps)
+    if not picked:
+        return None
+    start_ns, end_ns = picked[0].start_ns, max(s.end_ns for s in picked)
+    keys = _device_keys(chosen)
+    bars, bars_total = _bars(events, keys, start_ns, end_ns, max_bars)
+    gaps, gaps_total = _gaps(analysis.gap_table, keys, start_ns, end_ns, max_bars)
+    return TimelineExcerpt(
+        start_ns=start_ns,
+        end_ns=end_ns,
+        steps=tuple(s.name for s in picked),
+        bars=bars,
+        bars_total=bars_total,
+        gaps=gaps,
+        gaps_total=gaps_total,
+    )
+
+
+def pick_steps(windows: Sequence[StepBreakdown], steps: int) -> tuple[StepBreakdown, ...]:
+    """``steps`` consecutive windows (in time order) centred on the median-duration window."""
+    if not windows:
+        return ()
+    ordered = sorted(windows, key=lambda s: (s.start_ns, s.end_ns))
+    by_duration = sorted(range(len(ordered)), key=lambda i: (ordered[i].dur_ns, ordered[i].start_ns))
+    median = by_duration[(len(ordered) - 1) // 2]
+    count = min(steps, len(ordered))
+    first = min(max(median - (count - 1) // 2, 0), len(ordered) - count)
+    return tuple(ordered[first : first + count])
+
+
+def _windows_of(all_steps: Sequence[StepBreakdown], device: DeviceBreakdown) -> list[StepBreakdown]:
+    return [s for s in all_steps if (s.rank, s.device, s.pid) == (device.rank, device.device, device.pid)]
+
+
+def _device_keys(devices: Sequence[DeviceBreakdown]) -> pl.DataFrame:
+    """The chosen devices, with their analysis rank and display order."""
+    return pl.DataFrame(
+        {
+            "source": [d.source for d in devices],
+            "pid": [d.pid for d in devices],
+            "device": [d.device for d in devices],
+            "_rank": [d.rank for d in devices],
+            "_order": list(range(len(devices))),
+        },
+        schema={"source": pl.String, "pid": pl.Int64, "device": pl.Int32, "_rank": pl.Int32, "_order": pl.Int64},
+    )
+
+
+def _overlapping(start_ns: int, end_ns: int) -> pl.Expr:
+    """Rows overlapping ``[start_ns, end_ns)``; a zero-length row counts where its point lies inside."""
+    return (pl.col("start_ns") < end_ns) & ((pl.col("end_ns") > start_ns) | (pl.col("start_ns") >= start_ns))
+
+
+def _clipped(start_ns: int, end_ns: int) -> list[pl.Expr]:
+    return [
+        pl.max_horizontal(pl.col("start_ns"), pl.lit(start_ns)).alias("start_ns"),
+        pl.min_horizontal(pl.col("end_ns"), pl.lit(end_ns)).alias("end_ns"),
+    ]
+
+
+def _bars(
+    events: pl.DataFrame, keys: pl.DataFrame, start_ns: int, end_ns: int, max_bars: int
+) -> tuple[tuple[TimelineBar, ...], int]:
+    rows = (
+        events.lazy()
+        .filter(
+            pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)
+            & pl.col("device").is_not_null()
+            & _overlapping(start_ns, end_ns)
+        )
+        .with_columns(pl.col("source").cast(pl.String))
+        .join(keys.lazy(), on=["source", "pid", "device"], how="inner", nulls_equal=True)
+        .select(
+            "_order",
+            "_rank",
+            "device",
+            "stream",
+            pl.when(pl.col("is_comm")).then(pl.lit("comm")).otherwise(pl.col("kind").cast(pl.String)).alias("kind"),
+            pl.col("name").cast(pl.String),
+            *_clipped(start_ns, end_ns),
+        )
+        .collect()
+    )
+    total = rows.height
+    if total > max_bars:
+        rows = rows.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("_dur")).sort(
+            ["_dur", "start_ns", "_order", "stream", "name"],
+            descending=[True, False, False, False, False],
+            nulls_last=False,
+        )
+        rows = rows.head(max_bars).drop("_dur")
+    rows = rows.sort(["_order", "stream", "start_ns", "end_ns", "kind", "name"], nulls_last=False)
+    bars = tuple(
+        TimelineBar(
+            rank=r["_rank"],
+            device=int(r["device"]),
+            stream=r["stream"],
+            kind=r["kind"],
+            name=r["name"],
+            start_ns=int(r["start_ns"]),
+            end_ns=int(r["end_ns"]),
+        )
+        for r in rows.iter_rows(named=True)
+    )
+    return bars, total
+
+
+def _gaps(
+    gap_table: pl.DataFrame, keys: pl.DataFrame, start_ns: int, end_ns: int, max_gaps: int
+) -> tuple[tuple[TimelineGap, ...], int]:
+    """The gaps in the window (the longest ``max_gaps``) and how many there were."""
+    if gap_table.is_empty():
+        return (), 0
+    rows = (
+        gap_table.filter(_overlapping(start_ns, end_ns))
+        .with_columns(pl.col("source").cast(pl.String))
+        .join(keys, on=["source", "pid", "device"], how="inner", nulls_equal=True)
+    )
+    total = rows.height
+    if rows.height > max_gaps:
+        rows = rows.sort(["dur_ns", "start_ns", "_order"], descending=[True, False, False]).head(max_gaps)
+    rows = rows.sort(["_order", "start_ns"])
+    gaps = tuple(
+        TimelineGap(
+            rank=r["_rank"],
+            device=int(r["device"]),
+            start_ns=max(int(r["start_ns"]), start_ns),
+            end_ns=min(int(r["end_ns"]), end_ns),
+            cause=r["cause"],
+            label=gap_label(r),
+        )
+        for r in rows.iter_rows(named=True)
+    )
+    return gaps, total
+
+
+def _short(name: str | None) -> str:
+    text = name or "?"
+    return text if len(text) <= LABEL_NAME_CHARS else text[: LABEL_NAME_CHARS - 1] + "…"
+
+
+def gap_label(row: dict[str, Any]) -> str:
+    """One line naming a gap's cause and the CPU call behind it, from a gap-table row.
+
+    ``sync: cudaStreamSynchronize ended 12.0 µs before cudaLaunchKernel``,
+    ``launch: cudaLaunchKernel called 15.2 µs into the gap``, ``input: waited for [CUDA memcpy
+    HtoD] (cudaMemcpyAsync)``, ``other: cudaLaunchKernel returned 3.10 ms before the gap``,
+    ``unknown: no launch recorded for <next activity>``.
+    """
+    cause = str(row["cause"])
+    launch = _short(row["launch_name"])
+    gap_start = int(row["start_ns"])
+    if cause == "sync" and row["sync_name"] is not None:
+        lead = format_ns(int(row["launch_start_ns"]) - int(row["sync_end_ns"]))
+        return f"sync: {_short(row['sync_name'])} ended {lead} before {launch}"
+    if cause == "launch":
+        if int(row["launch_start_ns"]) >= gap_start:
+            return f"launch: {launch} called {format_ns(int(row['launch_start_ns']) - gap_start)} into the gap"
+        return f"launch: {launch} returned {format_ns(int(row['launch_end_ns']) - gap_start)} into the gap"
+    if cause == "input":
+        return f"input: waited for {_short(row['next_name'])} ({launch})"
+    if cause == "other":
+        return f"other: {launch} returned {format_ns(gap_start - int(row['launch_end_ns']))} before the gap"
+    return f"{cause}: no launch recorded for {_short(row['next_name'])}"
