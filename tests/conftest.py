@@ -1,10 +1,12 @@
-"""Shared fixtures: where the real traces and the shipped samples are."""
+"""Shared fixtures: where the real traces and the shipped samples are; a private cache per test."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from traceq.cache import CACHE_DIR_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_traces"
@@ -23,3 +25,12 @@ def shared_traces() -> Path:
 def samples() -> Path:
     """The project's own generated samples (``sample_traces/``)."""
     return SAMPLES
+
+
+@pytest.fixture(autouse=True)
+def private_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets an empty cache directory of its own: the user's cache is never touched, and
+    no test reads an entry another test wrote."""
+    directory = tmp_path_factory.mktemp("traceq-cache")
+    monkeypatch.setenv(CACHE_DIR_ENV, str(directory))
+    return directory

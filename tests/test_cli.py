@@ -104,3 +104,14 @@ def test_convert_to_parquet_round_trips(parquet: Path, tmp_path: Path) -> None:
     code, _, _ = run("convert", parquet, "-o", out)
     assert code == 0
     assert out.read_bytes()[:4] == b"PAR1"
+
+
+def test_jobs_do_not_change_the_report(samples: Path, tmp_path: Path) -> None:
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"r{jobs}.json"
+        args = ["report", str(samples / "ranks"), "--no-html", "--no-cache", "-j", jobs, "-o", str(out)]
+        code, _, err = run(*args)
+        assert code == 0, err
+        outputs.append(json.loads(out.read_text()))
+    assert outputs[0] == outputs[1]

@@ -15,14 +15,28 @@ from typing import Any
 from traceq import schema
 from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS, Analysis
 from traceq.analyses import analyze as _analyze
+from traceq.analyses.collectives import analyze_job
 from traceq.analyses.findings import find_findings
 from traceq.analyses.mfu import ModelSpec, compute_mfu
-from traceq.analyses.model import Mfu
+from traceq.analyses.model import JobAnalysis, Mfu
 from traceq.report.model import Report
 from traceq.report.timeline import timeline_excerpt
 from traceq.trace import Trace, TraceMeta, load
 
-__all__ = ["Analysis", "ModelSpec", "Report", "Trace", "TraceMeta", "analyze", "info", "load", "mfu", "report"]
+__all__ = [
+    "Analysis",
+    "JobAnalysis",
+    "ModelSpec",
+    "Report",
+    "Trace",
+    "TraceMeta",
+    "analyze",
+    "info",
+    "job",
+    "load",
+    "mfu",
+    "report",
+]
 
 
 def info(trace: Trace) -> dict[str, Any]:
@@ -52,6 +66,15 @@ def analyze(
     return _analyze(trace.events, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=top_kernels)
 
 
+def job(trace: Trace, analysis: Analysis) -> JobAnalysis | None:
+    """The whole job across ranks (``docs/multi-rank.md``): clock alignment, collectives matched across
+    ranks with their arrival skew and waits, per-rank summaries, and slow rank vs slow link.  None
+    when the trace has fewer than two devices (a device is one process on one GPU).
+    """
+    anchors = {s.path: s.clock_offset_ns for s in trace.meta.sources}
+    return analyze_job(trace.events, analysis, anchors=anchors)
+
+
 def mfu(
     trace: Trace, analysis: Analysis, model: ModelSpec, *, gpus: int | None = None, peak_tflops: float | None = None
 ) -> Mfu:
@@ -77,13 +100,16 @@ def report(
     peak_tflops: float | None = None,
 ) -> Report:
     """The report object every renderer draws: the analysis, the findings, MFU when ``model`` is
-    given, and a timeline excerpt; ``.to_dict()`` is the JSON report."""
+    given, a timeline excerpt, and the cross-rank job analysis with two or more devices;
+    ``.to_dict()`` is the JSON report."""
     analysis = analyze(trace, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=top_kernels)
     utilisation = None if model is None else mfu(trace, analysis, model, gpus=gpus, peak_tflops=peak_tflops)
+    whole_job = job(trace, analysis)
     return Report.build(
         trace,
         analysis,
-        findings=find_findings(trace.events, analysis, mfu=utilisation),
+        findings=find_findings(trace.events, analysis, mfu=utilisation, job=whole_job),
         mfu=utilisation,
         timeline=timeline_excerpt(trace.events, analysis),
+        job=whole_job,
     )

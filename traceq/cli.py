@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import polars as pl
 
 from traceq import api, schema
 from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS
+from traceq.cache import CACHE_DIR_ENV, Cache, CacheWarning
 from traceq.errors import InvalidArgumentError, OutputExistsError, TraceqError
 from traceq.importers import FORMATS
 from traceq.progress import import_progress
@@ -64,6 +67,43 @@ _format_opt = click.option(
 )
 
 
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Keep a loading option in the context, so commands need not pass it along by hand."""
+    assert param.name is not None
+    ctx.meta[f"traceq.{param.name}"] = value
+    return value
+
+
+def _cache_opts(command: Callable[..., None]) -> Callable[..., None]:
+    """``--cache-dir``, ``--no-cache``, ``--jobs`` and ``--scheduler``, for every command that loads traces."""
+    command = click.option(
+        "--scheduler",
+        metavar="URL",
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help="Import the ranks on this Dask cluster (tcp://host:8786); needs traceq[dask].",
+    )(command)
+    command = click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=1),
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help="Import several files in N processes (default: one per core; 1: in this process).",
+    )(command)
+    command = click.option(
+        "--no-cache", is_flag=True, help="Import every input afresh; read and write no cache entries."
+    )(command)
+    return click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help=f"Keep imported tables here (default: ${CACHE_DIR_ENV}, else ~/.cache/traceq).",
+    )(command)
+
+
 @click.group(cls=_TraceqGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="traceq")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
@@ -78,10 +118,11 @@ def cli(debug: bool) -> None:
 @cli.command()
 @_paths
 @_format_opt
+@_cache_opts
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def info(paths: tuple[Path, ...], input_format: Any, as_json: bool) -> None:
+def info(paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool, as_json: bool) -> None:
     """Metadata, rows per kind and import statistics of a trace."""
-    trace = _load(paths, input_format)
+    trace = _load(paths, input_format, cache_dir, no_cache)
     summary = api.info(trace)
     if as_json:
         click.echo(json.dumps(summary, indent=2, sort_keys=True))
@@ -95,6 +136,7 @@ _EVENT_COLUMNS = ("kind", "start_ns", "end_ns", "name", "pid", "tid", "device", 
 @cli.command()
 @_paths
 @_format_opt
+@_cache_opts
 @click.option(
     "--kind", "kinds", multiple=True, type=click.Choice(schema.KINDS), help="Only rows of this kind (repeatable)."
 )
@@ -109,6 +151,8 @@ _EVENT_COLUMNS = ("kind", "start_ns", "end_ns", "name", "pid", "tid", "device", 
 def events(
     paths: tuple[Path, ...],
     input_format: Any,
+    cache_dir: Path | None,
+    no_cache: bool,
     kinds: tuple[str, ...],
     name_pattern: str | None,
     limit: int,
@@ -116,7 +160,7 @@ def events(
     output_format: str,
 ) -> None:
     """Rows of the unified event table, in time order."""
-    trace = _load(paths, input_format)
+    trace = _load(paths, input_format, cache_dir, no_cache)
     frame = trace.events
     if kinds:
         frame = frame.filter(pl.col("kind").is_in(kinds))
@@ -144,15 +188,18 @@ def events(
 @cli.command()
 @_paths
 @_format_opt
+@_cache_opts
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="out.parquet or out.db")
 @click.option("--force", is_flag=True, help="Overwrite the output if it exists.")
-def convert(paths: tuple[Path, ...], input_format: Any, output: Path, force: bool) -> None:
+def convert(
+    paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool, output: Path, force: bool
+) -> None:
     """Write the event table as Parquet (.parquet) or an SQLite database (.db, .sqlite)."""
     suffix = output.suffix.lower()
     if suffix not in (".parquet", ".db", ".sqlite"):
         raise InvalidArgumentError(f"cannot write {output}: use a .parquet, .db or .sqlite output name")
     _check_output(output, force)
-    trace = _load(paths, input_format)
+    trace = _load(paths, input_format, cache_dir, no_cache)
     if output.exists():
         output.unlink()
     if suffix == ".parquet":
@@ -175,6 +222,7 @@ def default_html_path(paths: tuple[Path, ...]) -> Path:
 @cli.command()
 @_paths
 @_format_opt
+@_cache_opts
 @click.option(
     "-o",
     "--output",
@@ -226,6 +274,8 @@ def default_html_path(paths: tuple[Path, ...]) -> Path:
 def report(
     paths: tuple[Path, ...],
     input_format: Any,
+    cache_dir: Path | None,
+    no_cache: bool,
     output: Path | None,
     json_out: Path | None,
     no_html: bool,
@@ -270,7 +320,7 @@ def report(
             flops_per_step=flops_per_step,
             recompute=recompute,
         )
-    trace = _load(paths, input_format)
+    trace = _load(paths, input_format, cache_dir, no_cache)
     result = api.report(
         trace,
         step_pattern=step_pattern,
@@ -295,9 +345,29 @@ def _write(path: Path, text: str) -> None:
         ) from exc
 
 
-def _load(paths: tuple[Path, ...], input_format: Any) -> api.Trace:
-    with import_progress(list(paths)):
-        return api.load(list(paths), fmt=input_format)
+def _load(paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool) -> api.Trace:
+    if no_cache and cache_dir is not None:
+        raise InvalidArgumentError("pass --cache-dir or --no-cache, not both")
+    cache: Cache | bool = not no_cache
+    if cache_dir is not None:
+        cache = Cache(cache_dir)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CacheWarning)
+        with import_progress(list(paths)):
+            meta = click.get_current_context().meta
+            trace = api.load(
+                list(paths),
+                fmt=input_format,
+                cache=cache,
+                jobs=meta.get("traceq.jobs"),
+                scheduler=meta.get("traceq.scheduler"),
+            )
+    for warning in caught:
+        if issubclass(warning.category, CacheWarning):
+            click.echo(f"traceq: warning: {warning.message}", err=True)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    return trace
 
 
 def _check_output(path: Path, force: bool) -> None:

@@ -5,13 +5,17 @@
 ``rank``.  A Kineto file's rank comes from its ``distributedInfo``; otherwise from a rank number
 in the file name (``rank3``, ``rank-3``, ``rank_3``), otherwise from the file's position, with a
 warning.  Two files that claim one rank are an error naming both.
+
+Each source file's imported table goes through the columnar cache (:mod:`traceq.cache`) unless
+``load`` is told otherwise; a cache entry is a traceq Parquet file, encoded and decoded here by the
+same functions as :meth:`Trace.to_parquet` and :func:`read_parquet`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from traceq import schema
-from traceq.errors import DuplicateRankError, InputNotFoundError, UnsupportedFormatError
+from traceq.cache import Cache, CachedTable
+from traceq.errors import DuplicateRankError, InputNotFoundError, TraceqError, UnsupportedFormatError
 from traceq.importers import Format, ImportResult, detect_format, read_file
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.stats import ImportStats
@@ -114,6 +119,11 @@ class Trace:
     def to_parquet(self, path: str | Path) -> Path:
         """Write the table (zstd Parquet) with sources and import statistics in its metadata."""
         out = Path(path)
+        pq.write_table(self.to_arrow(), out, compression="zstd")
+        return out
+
+    def to_arrow(self) -> pa.Table:
+        """The event table as Arrow, with sources and import statistics under the ``traceq`` metadata key."""
         table = self.events.to_arrow()
         payload = {
             "schema_version": schema.SCHEMA_VERSION,
@@ -122,8 +132,7 @@ class Trace:
         }
         metadata = dict(table.schema.metadata or {})
         metadata[PARQUET_METADATA_KEY] = json.dumps(payload, sort_keys=True).encode()
-        pq.write_table(table.replace_schema_metadata(metadata), out, compression="zstd")
-        return out
+        return table.replace_schema_metadata(metadata)
 
     def to_sqlite(self, path: str | Path) -> Path:
         """Write an SQLite database (sqlite-utils) with tables ``events``, ``import_stats``, ``sources``.
@@ -154,13 +163,32 @@ class Trace:
         return out
 
 
-def load(paths: str | Path | Sequence[str | Path], *, fmt: Format | None = None) -> Trace:
+def load(
+    paths: str | Path | Sequence[str | Path],
+    *,
+    fmt: Format | None = None,
+    cache: Cache | bool = True,
+    jobs: int | None = None,
+    client: Any = None,
+    scheduler: str | None = None,
+) -> Trace:
     """Import a trace file, a directory of traces, several files, or a traceq Parquet file.
 
-    ``fmt`` forces the format of every file instead of sniffing it.
+    ``fmt`` forces the format of every file instead of sniffing it.  ``cache``: ``True`` uses the
+    columnar cache in ``$TRACEQ_CACHE_DIR`` or the user cache directory (see
+    :func:`traceq.cache.default_cache_dir`), a :class:`~traceq.cache.Cache` uses that one, and
+    ``False`` imports every source afresh and stores nothing.  Several files import in parallel
+    (:mod:`traceq.parallel`): ``jobs`` processes (``None``: one per core; ``1``: in this
+    process), or on a Dask cluster (a ``distributed.Client`` as ``client``, or its address as
+    ``scheduler``).  The result is the same either way.
     """
     files = _expand(paths)
-    parts = [_read_one(f, fmt) for f in files]
+    if len(files) == 1 and client is None and scheduler is None:
+        store = Cache.default() if cache is True else cache if isinstance(cache, Cache) else None
+        return _read_one(files[0], fmt, store)  # must stay direct: each parallel task calls load([file])
+    from traceq.parallel import import_sources  # lazy: traceq.parallel imports this module
+
+    parts = import_sources(files, fmt=fmt, jobs=jobs, client=client, scheduler=scheduler, load_kwargs={"cache": cache})
     if len(parts) == 1:
         return parts[0]
     return _combine(parts)
@@ -194,11 +222,19 @@ def _is_trace_name(name: str) -> bool:
     return lower.endswith(TRACE_SUFFIXES)
 
 
-def _read_one(path: Path, fmt: Format | None) -> Trace:
+def _read_one(path: Path, fmt: Format | None, cache: Cache | None) -> Trace:
     fmt = fmt or detect_format(path)
     if fmt == "parquet":
         return read_parquet(path)
-    return _from_result(read_file(path, fmt))
+    if cache is None or (key := cache.key(path, fmt)) is None:
+        return _from_result(read_file(path, fmt))
+    hit = cache.get(key)
+    cached = None if hit is None else _from_cached(hit, path)
+    if cached is not None:
+        return cached
+    trace = _from_result(read_file(path, fmt))
+    cache.put(key, trace.to_arrow())
+    return trace
 
 
 def _from_result(result: ImportResult) -> Trace:
@@ -206,15 +242,50 @@ def _from_result(result: ImportResult) -> Trace:
     return Trace(events=events, import_stats=result.stats, meta=TraceMeta((result.meta,)))
 
 
+def _from_cached(hit: CachedTable, path: Path) -> Trace | None:
+    """The trace in a cache entry, labelled with ``path`` as given now; ``None`` if it does not decode."""
+    try:
+        trace = _decode(hit.events, hit.metadata, path)
+    except (TraceqError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError, pl.exceptions.PanicException):
+        return None  # a damaged entry is only a miss
+    if len(trace.meta.sources) != 1:
+        return None
+    return _relabelled(trace, trace.meta.sources[0].path, str(path))
+
+
+def _relabelled(trace: Trace, old: str, new: str) -> Trace | None:
+    """``trace`` with the source path ``old`` (as given when the entry was made) renamed ``new``.
+
+    ``None`` when the rows do not all name ``old`` (then the entry is not used).
+    """
+    if old == new:
+        return trace
+    events = trace.events
+    if events.height:
+        labels = events.get_column("source").unique()
+        if labels.len() != 1 or labels[0] != old:
+            return None
+        events = events.with_columns(pl.lit(new, dtype=pl.Categorical).alias("source"))
+    stats = ImportStats(tuple(replace(c, source=new) if c.source == old else c for c in trace.import_stats.counts))
+    sources = tuple(replace(s, path=new) if s.path == old else s for s in trace.meta.sources)
+    return Trace(events=events, import_stats=stats, meta=TraceMeta(sources))
+
+
 def read_parquet(path: Path) -> Trace:
     """Load a Parquet file written by :meth:`Trace.to_parquet`, unchanged."""
     try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
+        metadata = pq.read_metadata(path).metadata or {}
+        events = pl.read_parquet(path)
+    except (pa.ArrowException, pl.exceptions.PolarsError, OSError) as exc:
         raise UnsupportedFormatError(
             f"Parquet file cannot be read ({exc})", path=path, hint="write it again with traceq convert"
         ) from exc
-    raw = (table.schema.metadata or {}).get(PARQUET_METADATA_KEY)
+    return _decode(events, {k.decode(): v.decode() for k, v in metadata.items()}, path)
+
+
+def _decode(events: pl.DataFrame, metadata: Mapping[str, str], path: Path) -> Trace:
+    """A trace from a traceq Parquet table and its key-value metadata (the format of :meth:`Trace.to_arrow`)."""
+    raw = metadata.get(PARQUET_METADATA_KEY.decode())
     if raw is None:
         raise UnsupportedFormatError(
             "Parquet file was not written by traceq", path=path, hint="convert the original trace with traceq convert"
@@ -227,7 +298,9 @@ def read_parquet(path: Path) -> Trace:
             path=path,
             hint="convert the original trace again with this traceq",
         )
-    events = schema.validate(schema.to_polars(table.replace_schema_metadata(None)))
+    if events.schema != schema.POLARS_SCHEMA:
+        events = schema.conform(events)
+    events = schema.validate(events)
     sources = tuple(SourceMeta.from_dict(s) for s in payload["sources"])
     return Trace(events=events, import_stats=ImportStats.from_list(payload["import_stats"]), meta=TraceMeta(sources))
 

@@ -11,12 +11,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 
 from traceq import schema
 from traceq.errors import UnsupportedFormatError
-from traceq.importers import kineto_scan
+from traceq.importers import kineto_parse, kineto_scan, kineto_tokens
 from traceq.importers.kineto import read_kineto
 from traceq.importers.kineto_lenient import float_text
 from traceq.importers.result import ImportResult
@@ -134,29 +135,54 @@ def test_tricky_values_read_as_expected(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("chunk_bytes", [1, 2, 3, 5, 7, 13, 64])
-def test_scanner_chunk_boundaries_do_not_change_the_result(
+def test_tokenizer_chunk_boundaries_do_not_change_the_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int
 ) -> None:
     path = tmp_path / "t.json"
     path.write_text(kineto_text(TRICKY_EVENTS, schemaVersion=1), encoding="utf-8")
     expected = read_kineto(path, parser="lenient")
-    monkeypatch.setattr(kineto_scan, "SCAN_CHUNK_BYTES", chunk_bytes)
-    monkeypatch.setattr(kineto_scan, "BLOCK_BYTES", chunk_bytes * 10)
+    monkeypatch.setattr(kineto_parse, "CHUNK_BYTES", chunk_bytes)
     assert_identical(read_kineto(path, parser="fast"), expected)
 
 
-def test_blocks_split_only_between_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kineto_scan, "SCAN_CHUNK_BYTES", 50)
-    monkeypatch.setattr(kineto_scan, "BLOCK_BYTES", 1)
-    buf = bytearray(kineto_text(TRICKY_EVENTS).encode())
-    container, start = kineto_scan.locate_event_array(buf)
-    array = kineto_scan.rewrite_as_ndjson(buf, container, start)
-    assert array.events == len(TRICKY_EVENTS)
-    assert len(array.blocks) > 3
-    for block in array.blocks:
-        lines = [line for line in bytes(buf[block.begin : block.end]).split(b"\n") if line.strip()]
-        assert [json.loads(line) for line in lines] == TRICKY_EVENTS[block.first : block.first + block.events]
-    assert sum(block.events for block in array.blocks) == len(TRICKY_EVENTS)
+def test_a_chunk_ending_exactly_after_an_event_on_a_word_boundary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each event is 128 bytes, so 128-byte chunks end right after an event's '}' (whole bit words).
+    events = [{"ph": "X", "cat": "cpu_op", "name": "", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(4)]
+    lines = [json.dumps(e, separators=(",", ":")) for e in events]
+    lines = [line.replace('"name":""', '"name":"' + "n" * (128 - len(line)) + '"') for line in lines]
+    assert {len(line) for line in lines} == {128}
+    path = tmp_path / "t.json"
+    path.write_text("[" + ",".join(lines) + "]")
+    monkeypatch.setattr(kineto_parse, "CHUNK_BYTES", 128)
+    assert_identical(*both(path))
+
+
+@pytest.mark.parametrize("layout", ["pretty", "compact"])
+def test_chunks_end_only_after_an_event(layout: str) -> None:
+    text = kineto_text(TRICKY_EVENTS) if layout == "pretty" else json.dumps({"traceEvents": TRICKY_EVENTS})
+    buf = text.encode()
+    data = np.frombuffer(buf, dtype=np.uint8)
+    _, start = kineto_scan.locate_event_array(buf)
+    keys = kineto_tokens.KeyTable(["ph", "args"])
+    at, first, seen = start + 1, True, 0
+    while True:
+        chunk = kineto_tokens.tokenize(
+            buf, data, at, at + 50, keys, frozenset({"ph", "args"}), frozenset(), first=first
+        )
+        if chunk is None:
+            chunk = kineto_tokens.tokenize(
+                buf, data, at, len(buf), keys, frozenset({"ph", "args"}), frozenset(), first=first
+            )
+            assert chunk is not None
+        piece = buf[chunk.begin : chunk.consumed].decode().strip().removeprefix(",")
+        assert json.loads(f"[{piece}]") == TRICKY_EVENTS[seen : seen + chunk.events]
+        seen += chunk.events
+        at, first = chunk.consumed, False
+        if chunk.closed:
+            break
+    assert seen == len(TRICKY_EVENTS)
 
 
 def test_non_string_names_are_left_to_the_lenient_path_which_keeps_their_json_text(tmp_path: Path) -> None:
@@ -277,7 +303,7 @@ def test_a_declined_fast_path_is_reported_in_the_warnings(tmp_path: Path) -> Non
     path = tmp_path / "t.json"
     path.write_text(event_text('"C:\\path"'))
     warnings = read_kineto(path).meta.warnings
-    assert warnings[0].startswith("the fast JSON path declined the file (polars rejected an event")
+    assert warnings[0].startswith("the fast JSON path declined the file (an invalid backslash escape")
     assert warnings[0].endswith("it was read with the slower lenient parser")
 
 

@@ -129,7 +129,7 @@ def test_the_sample_report_renders_offline(browser: Any, samples: Path, tmp_path
 def test_the_multi_rank_report_renders_offline(browser: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)  # the report names its files as given: relative, as in the README
     seen = visit(browser, render_html(report_of(Path("sample_traces") / "ranks")), tmp_path / "ranks.html")
-    check_charts(seen, {"chart-steps", "chart-idle", "chart-timeline", "chart-ranks"})
+    check_charts(seen, {"chart-steps", "chart-idle", "chart-timeline", "chart-ranks", "chart-skew", "chart-arrivals"})
     bars = seen.page.eval_on_selector_all("#chart-ranks .trace.bars .point", "els => els.length")
     assert bars >= 4 * 2
     heights = seen.page.eval_on_selector_all(".chart", "els => els.map(e => e.scrollHeight - e.clientHeight)")

@@ -182,7 +182,7 @@ def test_every_section_is_present_in_order(samples: Path, sample: str) -> None:
 
 def test_the_ranks_comparison_puts_the_straggler_first_in_compute(samples: Path) -> None:
     page = render_html(sample_report(samples / "ranks"), cdn=True)
-    ranks = page[page.index('<section id="ranks">') : page.index('<section id="import">')]
+    ranks = page[page.index("<h3>Step time per rank</h3>") : page.index('<section id="import">')]
     assert ranks.count("<tr>") == 1 + 4  # header and one row per rank
     rows = re.findall(r"<tr><td>(rank \d · GPU \d)</td>(.*?)</tr>", ranks)
     highlighted = {label: cells.count('class="n hi"') for label, cells in rows}
@@ -361,3 +361,73 @@ def test_hostile_names_are_shown_literally(hostile_page: str) -> None:
     for evil in HOSTILE:
         assert json.dumps(plot_text(evil))[1:-1] in payload  # chart labels carry plotly-escaped names
     assert json.dumps(plot_text(f"step1 {HOSTILE[0]}"))[1:-1] in payload  # step name on the timeline
+
+
+# --- the job across ranks -------------------------------------------------------------------------
+
+
+def test_the_ranks_section_shows_the_job_verdict_skew_heatmap_and_straggler(samples: Path) -> None:
+    """``sample_traces/ranks`` is the generator's straggler job (rank 2 slow) as Kineto files."""
+    report = sample_report(samples / "ranks")
+    assert report.job is not None and report.job.straggler == 2
+    page = render_html(report, cdn=True)
+    ranks = page[page.index('<section id="ranks">') : page.index('<section id="import">')]
+    assert "<b>slow rank</b>: rank 2, GPU 2 arrives last at 12 of 12 collectives" in ranks
+    assert "the traces&#x27; own clock anchors" in ranks and "residual skew" in ranks
+    assert '<td class="hi">rank 2 · GPU 2 (straggler)</td>' in ranks
+    assert ranks.count("(straggler)") == 1
+    charts = figures(page)["figures"]
+    heat = charts["chart-skew"]["data"][0]
+    assert heat["type"] == "heatmap"
+    assert heat["y"] == [f"rank {i} · GPU {i}" for i in range(4)]
+    assert len(heat["x"]) == 12 and all(len(row) == 12 for row in heat["z"])
+    assert heat["z"][2] == [0.0] * 12  # the straggler waits for nobody
+    assert all(min(heat["z"][r]) > 1.0 for r in (0, 1, 3))  # the others wait ms in every collective
+    ticks = charts["chart-skew"]["layout"]["yaxis"]["ticktext"]
+    assert ticks[2] == "<b>rank 2 · GPU 2 ◀</b>" and ticks[0] == "rank 0 · GPU 0"
+    assert charts["chart-ranks"]["layout"]["yaxis"]["ticktext"][2] == ticks[2]
+    arrivals = charts["chart-arrivals"]["data"]
+    assert arrivals[0]["x"] == [0, 0, 12, 0] and arrivals[1]["x"] == [3.0] * 4
+    assert arrivals[0]["marker"]["color"][2] != arrivals[0]["marker"]["color"][0]
+
+
+def test_a_multi_process_export_without_ranks_gets_a_job_section(tmp_path: Path) -> None:
+    """One nsys export of four processes names no rank: the section labels GPUs and still finds GPU 2."""
+    from traceq.synthetic import build_timeline, preset, write_nsys_sqlite
+
+    path = write_nsys_sqlite(build_timeline(preset("straggler_job")), tmp_path / "job.nsys.sqlite")
+    report = sample_report(path)
+    page = render_html(report, cdn=True)
+    ids = re.findall(r'<section id="([a-z]+)">', page)
+    assert "ranks" in ids
+    assert {"chart-ranks", "chart-skew", "chart-arrivals"} <= set(figures(page)["figures"])
+    assert '<td class="hi">GPU 2 (straggler)</td>' in page
+    assert "one clock: the ranks come from one file" in page
+
+
+def test_a_job_without_collectives_says_why(tmp_path: Path) -> None:
+    events = table(kernel(0, 100, device=0), kernel(0, 100, device=1, pid=200))
+    trace = Trace(events=events, import_stats=ImportStats.of([]), meta=TraceMeta((SourceMeta("t", "kineto-json"),)))
+    report = traceq.report(trace)
+    assert report.job is not None and report.job.verdict == "no_collectives"
+    page = render_html(report, cdn=True)
+    ranks = page[page.index('<section id="ranks">') : page.index('<section id="import">')]
+    assert "<b>no collectives</b>: no communication kernels on any rank: no collectives to compare" in ranks
+    assert "chart-skew" not in figures(page)["figures"]
+
+
+def test_hostile_collective_names_never_reach_the_page_raw() -> None:
+    """A communication kernel whose name names no known collective becomes its own kind: that name
+    reaches the heatmap's labels and hover text escaped."""
+    evil = "<script>alert"  # a kind is the name up to its argument list
+    rows = [kernel(0, 10, HOSTILE[0], comm=True, stream=20, **dev) for dev in ({}, {"device": 1, "pid": 200})]
+    trace = Trace(
+        events=table(*rows, source=FILE_NAME),
+        import_stats=ImportStats.of([]),
+        meta=TraceMeta((SourceMeta(FILE_NAME, "kineto-json"),)),
+    )
+    report = traceq.report(trace)
+    assert report.job is not None and report.job.collectives[0].kind == evil
+    page = render_html(report, cdn=True)
+    assert evil not in page
+    assert json.dumps(plot_text(f"#0 {evil}"))[1:-1] in json.dumps(figures(page))

@@ -73,3 +73,37 @@ def test_report_json_is_deterministic(samples: Path) -> None:
     first = json.dumps(traceq.report(traceq.load(path)).to_dict(), sort_keys=True)
     second = json.dumps(traceq.report(traceq.load(path)).to_dict(), sort_keys=True)
     assert first == second
+
+
+def _job_numbers(report: dict[str, Any]) -> dict[str, Any]:
+    """The job's numbers without what names files, processes, ranks or the clock method."""
+    job = report["job"]
+    per_file = ("source", "rank", "pid")
+    return {
+        **{k: v for k, v in job.items() if k not in ("clock", "ranks", "note")},
+        "ranks": [{k: v for k, v in r.items() if k not in per_file} for r in job["ranks"]],
+        "residual_skew_ns": job["clock"]["residual_skew_ns"],
+    }
+
+
+def test_the_job_is_in_the_json_report_and_identical_across_formats(samples: Path, tmp_path: Path) -> None:
+    """``sample_traces/ranks`` (Kineto, one file per rank) and the same job as one nsys export of
+    four processes: the same collectives, waits, per-rank numbers and verdict."""
+    from traceq.synthetic import build_timeline, preset, write_nsys_sqlite
+
+    kineto = traceq.report(traceq.load(samples / "ranks")).to_dict()
+    nsys_path = write_nsys_sqlite(build_timeline(preset("straggler_job")), tmp_path / "job.nsys.sqlite")
+    nsys = traceq.report(traceq.load(nsys_path)).to_dict()
+    for doc in (kineto, nsys):
+        jsonschema.validate(doc, SCHEMA)
+        assert doc["job"]["verdict"] == "slow_rank" and doc["job"]["straggler"] == 2
+        assert len(doc["job"]["collectives"]) == doc["job"]["collectives_total"] == 12
+        assert all(len(c["waits_ns"]) == 4 for c in doc["job"]["collectives"])
+    assert (kineto["job"]["clock"]["method"], nsys["job"]["clock"]["method"]) == ("anchor", "single_clock")
+    assert _job_numbers(kineto) == _job_numbers(nsys)
+
+
+def test_a_single_device_report_has_no_job(samples: Path) -> None:
+    doc = traceq.report(traceq.load(samples / "training_step.nsys.sqlite")).to_dict()
+    assert doc["job"] is None
+    jsonschema.validate(doc, SCHEMA)

@@ -20,7 +20,6 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq import schema
 from traceq.analyses.gaps import attribute_gaps, find_gaps
 from traceq.analyses.model import (
     CAUSES,
@@ -33,7 +32,7 @@ from traceq.analyses.model import (
     StepBreakdown,
     zero_by_cause,
 )
-from traceq.analyses.steps import DEFAULT_STEP_PATTERN, devices, step_windows
+from traceq.analyses.steps import DEFAULT_STEP_PATTERN, devices, gpu_rows, step_windows, with_dev
 
 DEFAULT_MAX_GAPS = 100
 DEFAULT_TOP_KERNELS = 20
@@ -69,14 +68,13 @@ def analyze(
     )
 
 
+ACTIVITY_COLUMNS = ("start_ns", "end_ns", "name", "kind", "stream", "correlation", "copy_kind", "is_comm")
+"""What the breakdown and the gap attribution read of each GPU activity row (besides its device)."""
+
+
 def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
-    rows = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null())
-    return rows.with_columns(pl.col("source").cast(pl.String)).join(
-        device_table.select("dev", "source", "pid", "device"),
-        on=["source", "pid", "device"],
-        how="inner",
-        nulls_equal=True,
-    )
+    """The GPU activity rows with their ``dev``, in event order (``source`` stays Categorical)."""
+    return with_dev(gpu_rows(events, *ACTIVITY_COLUMNS), device_table)
 
 
 def _measure_windows(
@@ -87,12 +85,12 @@ def _measure_windows(
     gap_in_steps = np.zeros(gap_rows.height, np.int64)
     gap_dev = gap_rows.get_column("dev").to_numpy()
     gap_iv = iv.Intervals.from_frame(gap_rows)
-    activity_by_dev = activity.partition_by("dev", as_dict=True, maintain_order=True)
-    windows_by_dev = windows.partition_by("dev", as_dict=True, maintain_order=True)
+    activity_by_dev = _by_dev(activity.select("dev", "start_ns", "end_ns", "is_comm"), n_devices)
+    windows_by_dev = _by_dev(windows, n_devices)
     causes = gap_rows.get_column("cause").to_numpy()
     for dev in range(n_devices):
-        acts = activity_by_dev[(dev,)]
-        win_frame = windows_by_dev[(dev,)]
+        acts = activity_by_dev[dev]
+        win_frame = windows_by_dev[dev]
         win = iv.Intervals.from_frame(win_frame)
         comm_mask = acts.get_column("is_comm").to_numpy()
         all_iv = iv.Intervals.from_frame(acts)
@@ -116,6 +114,13 @@ def _measure_windows(
         window_parts.append(win_frame.with_columns(pl.Series(k, v, dtype=pl.Int64) for k, v in measures.items()))
     steps = pl.concat(window_parts) if window_parts else pl.DataFrame()
     return steps, gap_in_steps
+
+
+def _by_dev(frame: pl.DataFrame, n_devices: int) -> dict[int, pl.DataFrame]:
+    """``frame`` split by its ``dev`` column (order kept); no copy when there is one device."""
+    if n_devices == 1:
+        return {0: frame}
+    return {int(dev): part for (dev,), part in frame.partition_by("dev", as_dict=True, maintain_order=True).items()}
 
 
 def _by_cause(row: dict[str, Any], prefix: str = "idle_", suffix: str = "_ns") -> dict[str, int]:
@@ -246,17 +251,17 @@ def _top_gaps(gap_table: pl.DataFrame, limit: int) -> tuple[Gap, ...]:
 
 def kernel_stats(events: pl.DataFrame, limit: int) -> tuple[KernelStat, ...]:
     """The ``limit`` kernel names with the most total GPU time (ties: by name)."""
-    kernels = events.filter(pl.col("kind") == "kernel").select(
-        pl.col("name").cast(pl.String), (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")
+    dur = pl.col("end_ns") - pl.col("start_ns")
+    per_name = (
+        events.lazy()
+        .filter(pl.col("kind") == "kernel")
+        .group_by("name")  # by the Categorical: names become strings only per distinct name
+        .agg(pl.len().alias("count"), dur.sum().alias("total_ns"), dur.max().alias("max_ns"))
+        .collect()
     )
-    total = int(kernels.get_column("dur_ns").sum() or 0)
+    total = int(per_name.get_column("total_ns").sum() or 0)
     stats = (
-        kernels.group_by("name")
-        .agg(
-            pl.len().alias("count"),
-            pl.col("dur_ns").sum().alias("total_ns"),
-            pl.col("dur_ns").max().alias("max_ns"),
-        )
+        per_name.with_columns(pl.col("name").cast(pl.String))
         .sort(["total_ns", "name"], descending=[True, False])
         .head(limit)
     )

@@ -27,7 +27,7 @@ from traceq.analyses.findings_kernels import (
 )
 from traceq.analyses.findings_rules import exposed_comm, host_sync, input_stall, launch_bound
 from traceq.analyses.findings_straggler import straggler
-from traceq.analyses.model import SEVERITIES, Analysis, Finding, Mfu
+from traceq.analyses.model import SEVERITIES, Analysis, Finding, JobAnalysis, Mfu
 
 Rule = Callable[[FindingContext], Finding | None]
 
@@ -55,15 +55,19 @@ __all__ = [
 ]
 
 
-def find_findings(events: pl.DataFrame, analysis: Analysis, *, mfu: Mfu | None = None) -> tuple[Finding, ...]:
+def find_findings(
+    events: pl.DataFrame, analysis: Analysis, *, mfu: Mfu | None = None, job: JobAnalysis | None = None
+) -> tuple[Finding, ...]:
     """The findings that fire on ``events`` (the event table ``analysis`` was computed from).
 
     Sorted by severity (high, medium, low), then share (descending), then id.  ``mfu`` is
-    accepted for rules that weigh utilisation; none of the current rules needs it.
+    accepted for rules that weigh utilisation; none of the current rules needs it.  ``job`` is
+    the cross-rank analysis (clock-aligned collectives) the straggler rule reads; without it the
+    rule computes its own from ``events``.
     """
     if not analysis.devices:
         return ()
-    ctx = build_context(events, analysis, mfu)
+    ctx = build_context(events, analysis, mfu, job)
     found = {f.id: f for f in (rule(ctx) for _, rule in RULES) if f is not None}
     _point_exposed_comm_at_straggler(found)
     order = {name: i for i, name in enumerate(SEVERITIES)}

@@ -19,11 +19,10 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq import schema
 from traceq.analyses.kernel_classes import kernel_class_expr
-from traceq.analyses.model import Analysis, Evidence, Mfu
+from traceq.analyses.model import Analysis, Evidence, JobAnalysis, Mfu
 from traceq.analyses.steps import devices as device_table
-from traceq.analyses.steps import step_windows
+from traceq.analyses.steps import gpu_rows_of, step_windows, with_dev
 
 FIRE_SHARE: Final = 0.05
 """A rule fires when its cost reaches 5% of step time on some device: so it always fires at 10%
@@ -79,9 +78,14 @@ class FindingContext:
     Frames (all with a ``dev`` column, UInt32):
 
     * ``windows``: dev, step, name, start_ns, end_ns (the step windows, sorted);
-    * ``kernels``: dev, name (String), kernel_class, start_ns, end_ns, dur_ns, in_steps_ns,
-      is_comm, correlation (every kernel row on a known device);
+    * ``kernels``: dev, name (Categorical), start_ns, end_ns, dur_ns, is_comm, correlation,
+      kernel_class (Categorical), in_steps_ns (every kernel row on a known device, in start order
+      within each device; cast names to strings after aggregating, not before);
     * ``gaps``: ``Analysis.gap_table`` with its dev.
+
+    ``job`` is the cross-rank analysis (:func:`traceq.analyses.collectives.analyze_job`, whose
+    ``ranks`` are indexed by the same ``dev``) when the caller computed it; rules that need it and
+    find None compute it from ``events`` (clocks then aligned without the sources' anchors).
     """
 
     events: pl.DataFrame
@@ -91,15 +95,22 @@ class FindingContext:
     kernels: pl.DataFrame
     gaps: pl.DataFrame
     mfu: Mfu | None = None
+    job: JobAnalysis | None = None
     _window_iv: dict[int, iv.Intervals] = field(default_factory=dict, repr=False, compare=False)
 
-    def device_rows(self, d: DeviceTotals, kinds: tuple[str, ...]) -> pl.DataFrame:
-        """The event rows of ``kinds`` on device ``d`` (its source, process and GPU)."""
-        return self.events.filter(
-            pl.col("kind").is_in(kinds)
-            & (pl.col("source").cast(pl.String) == d.source)
-            & pl.col("pid").eq_missing(d.pid)
-            & (pl.col("device") == d.device)
+    def device_rows(self, d: DeviceTotals, kinds: tuple[str, ...], *columns: str) -> pl.DataFrame:
+        """The event rows of ``kinds`` on device ``d`` (its source, process and GPU): the listed
+        ``columns`` (default: all), copying only those."""
+        wanted = list(dict.fromkeys((*(columns or self.events.columns), "kind", "source", "pid", "device")))
+        return (
+            self.events.select(wanted)
+            .filter(
+                pl.col("kind").is_in(kinds)
+                & (pl.col("source") == d.source)  # Categorical against one string: no cast per row
+                & pl.col("pid").eq_missing(d.pid)
+                & (pl.col("device") == d.device)
+            )
+            .select(list(columns) or self.events.columns)
         )
 
     def window_intervals(self, dev: int) -> iv.Intervals:
@@ -114,7 +125,9 @@ class FindingContext:
         return sorted(shares, key=lambda sd: (-sd[0], sd[1].dev))
 
 
-def build_context(events: pl.DataFrame, analysis: Analysis, mfu: Mfu | None = None) -> FindingContext:
+def build_context(
+    events: pl.DataFrame, analysis: Analysis, mfu: Mfu | None = None, job: JobAnalysis | None = None
+) -> FindingContext:
     """Join the event table to the analysis' devices once, for all rules."""
     table = device_table(events)
     windows = step_windows(events, table, analysis.step_pattern).select("dev", "step", "name", "start_ns", "end_ns")
@@ -141,43 +154,57 @@ def build_context(events: pl.DataFrame, analysis: Analysis, mfu: Mfu | None = No
             )
         )
     on_device = table.select("dev", *key)
-    activity = (
-        events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null())
-        .with_columns(pl.col("source").cast(pl.String))
-        .join(on_device, on=key, how="inner", nulls_equal=True)
-    )
+    kernels = with_dev(gpu_rows_of(events, ("kernel",), "start_ns", "end_ns", "name", "is_comm", "correlation"), table)
     gaps = analysis.gap_table.join(on_device, on=key, how="inner", nulls_equal=True)
     return FindingContext(
         events=events,
         analysis=analysis,
         devices=tuple(infos),
         windows=windows,
-        kernels=_kernels(activity, windows),
+        kernels=_kernels(kernels, windows),
         gaps=gaps,
         mfu=mfu,
+        job=job,
     )
 
 
-def _kernels(activity: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
-    rows = activity.filter(pl.col("kind") == "kernel").select(
+def _kernels(kernels: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """The kernel rows with their class and time inside step windows, sorted by dev and start."""
+    names = kernels.get_column("name").unique()  # classified per distinct name, not per row
+    classes = pl.DataFrame({"name": names}).select(kernel_class_expr().cast(pl.Categorical)).to_series()
+    rows = kernels.select(
         "dev",
-        pl.col("name").cast(pl.String),
+        "name",
         "start_ns",
         "end_ns",
         (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
         "is_comm",
         "correlation",
+        pl.col("name").replace_strict(names, classes, return_dtype=pl.Categorical).alias("kernel_class"),
     )
-    names = rows.select("name").unique().with_columns(kernel_class_expr())
-    rows = rows.join(names, on="name", how="left").sort("dev", "start_ns")
+    rows = _sorted_by_dev_and_start(rows)
     in_steps = np.zeros(rows.height, np.int64)
     devs = rows.get_column("dev").to_numpy()
     spans = iv.Intervals.from_frame(rows)
     for (dev,), win in windows.partition_by("dev", as_dict=True).items():
         on_dev = devs == dev
-        chosen = iv.Intervals(spans.start_ns[on_dev], spans.end_ns[on_dev])
+        chosen = spans if on_dev.all() else iv.Intervals(spans.start_ns[on_dev], spans.end_ns[on_dev])
         in_steps[on_dev] = iv.overlap_with_windows(chosen, iv.Intervals.from_frame(win))
     return rows.with_columns(pl.Series("in_steps_ns", in_steps, dtype=pl.Int64))
+
+
+def _sorted_by_dev_and_start(rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` in start order within each device: as they are when they came in event order
+    (the usual case, checked in one pass per device), else sorted by dev, then start."""
+    devs = rows.get_column("dev").to_numpy()
+    starts = rows.get_column("start_ns").to_numpy()
+    if devs.size < 2 or bool(np.all(starts[1:] >= starts[:-1])):
+        return rows
+    order = np.argsort(devs.astype(np.uint16) if devs.max() < 1 << 16 else devs, kind="stable")  # radix
+    devs, starts = devs[order], starts[order]
+    if np.all((starts[1:] >= starts[:-1]) | (devs[1:] != devs[:-1])):
+        return rows  # each device's rows are in start order already
+    return rows.sort("dev", "start_ns", maintain_order=True)
 
 
 def with_step(frame: pl.DataFrame, windows: pl.DataFrame, at: str = "start_ns") -> pl.DataFrame:

@@ -66,10 +66,19 @@ def _union_in_steps(ctx: FindingContext, dev: int, rows: pl.DataFrame) -> int:
     return int(iv.measure(iv.intersect(iv.merge(iv.Intervals.from_frame(rows)), iv.merge(ctx.window_intervals(dev)))))
 
 
+def _device_kernels(ctx: FindingContext, d: DeviceTotals, *columns: str, steps_only: bool = False) -> pl.DataFrame:
+    """The listed columns of ``d``'s non-communication kernels (only those inside step windows
+    with ``steps_only``), copying nothing else."""
+    keep = (pl.col("dev") == d.dev) & ~pl.col("is_comm")
+    if steps_only:
+        keep &= pl.col("in_steps_ns") > 0
+    return ctx.kernels.lazy().filter(keep).select(columns).collect()
+
+
 def memory_bound_split(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, int]:
     """``(memory_bound_ns, math_ns, excess_ns)`` of a device inside its step windows, with
     ``excess_ns = max(0, memory_bound_ns − MEMORY_BOUND_ALLOWANCE · math_ns)``."""
-    kernels = ctx.kernels.filter((pl.col("dev") == d.dev) & ~pl.col("is_comm"))
+    kernels = _device_kernels(ctx, d, "start_ns", "end_ns", "kernel_class")
     memory = _union_in_steps(ctx, d.dev, kernels.filter(pl.col("kernel_class").is_in(sorted(MEMORY_BOUND_CLASSES))))
     math = _union_in_steps(ctx, d.dev, kernels.filter(pl.col("kernel_class").is_in(sorted(MATH_CLASSES))))
     return memory, math, max(0, round(memory - MEMORY_BOUND_ALLOWANCE * math))
@@ -83,7 +92,9 @@ def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
         return None
     share, d = ranked[0]
     memory_ns, math_ns, excess_ns = split[d.dev]
-    kernels = ctx.kernels.filter((pl.col("dev") == d.dev) & ~pl.col("is_comm") & (pl.col("in_steps_ns") > 0))
+    kernels = _device_kernels(
+        ctx, d, "name", "kernel_class", "start_ns", "end_ns", "dur_ns", "in_steps_ns", steps_only=True
+    )
     kernel_ns = _union_in_steps(ctx, d.dev, kernels)
     steps = max(d.windows, 1)
     evidence = [
@@ -102,6 +113,7 @@ def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
     by_class = (
         memory.group_by("kernel_class")
         .agg(pl.col("in_steps_ns").sum().alias("ns"))
+        .with_columns(pl.col("kernel_class").cast(pl.String))
         .sort(["ns", "kernel_class"], descending=[True, False])
     )
     evidence.append(
@@ -114,6 +126,7 @@ def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
     top = (
         memory.group_by("name", "kernel_class")
         .agg(pl.len().alias("n"), pl.col("in_steps_ns").sum().alias("ns"), pl.col("dur_ns").median().alias("dur"))
+        .with_columns(pl.col("name", "kernel_class").cast(pl.String))
         .sort(["ns", "name"], descending=[True, False])
         .head(MAX_KERNELS)
     )
@@ -159,9 +172,12 @@ def small_kernel_cost(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, i
     """``(short_kernel_ns, launch_gap_ns, cost_ns)`` of a device inside its step windows: the union of
     its non-comm kernels under :data:`SHORT_KERNEL_NS`, of the ``launch`` gaps under
     :data:`SHORT_GAP_NS` that end at one of them, and of both together."""
-    short = ctx.kernels.filter(
-        (pl.col("dev") == d.dev) & ~pl.col("is_comm") & (pl.col("dur_ns") < SHORT_KERNEL_NS)
-    ).select("start_ns", "end_ns")
+    short = (
+        ctx.kernels.lazy()
+        .filter((pl.col("dev") == d.dev) & ~pl.col("is_comm") & (pl.col("dur_ns") < SHORT_KERNEL_NS))
+        .select("start_ns", "end_ns")
+        .collect()
+    )
     gaps = ctx.gaps.filter(
         (pl.col("dev") == d.dev)
         & (pl.col("cause") == "launch")
@@ -185,7 +201,7 @@ def small_kernels(ctx: FindingContext) -> Finding | None:
         return None
     share, d = ranked[0]
     short_ns, gap_ns, cost_ns = cost[d.dev]
-    kernels = ctx.kernels.filter((pl.col("dev") == d.dev) & ~pl.col("is_comm") & (pl.col("in_steps_ns") > 0))
+    kernels = _device_kernels(ctx, d, "name", "dur_ns", steps_only=True)
     durations = kernels.get_column("dur_ns").to_numpy()
     is_short = durations < SHORT_KERNEL_NS
     steps = max(d.windows, 1)
@@ -215,6 +231,7 @@ def small_kernels(ctx: FindingContext) -> Finding | None:
         kernels.filter(pl.col("dur_ns") < SHORT_KERNEL_NS)
         .group_by("name")
         .agg(pl.len().alias("n"), pl.col("dur_ns").median().alias("dur"), pl.col("dur_ns").sum().alias("ns"))
+        .with_columns(pl.col("name").cast(pl.String))
         .sort(["n", "name"], descending=[True, False])
         .head(MAX_KERNELS)
     )

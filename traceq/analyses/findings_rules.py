@@ -126,11 +126,12 @@ def launch_bound(ctx: FindingContext) -> Finding | None:
 
 def _launch_interval_ns(ctx: FindingContext, d: DeviceTotals, tid: int | None) -> int | None:
     """Median CPU time between consecutive launches of work on ``d`` by thread ``tid``, in steps."""
-    launched = ctx.device_rows(d, schema.GPU_ACTIVITY_KINDS).select("correlation").drop_nulls().unique()
+    launched = ctx.device_rows(d, schema.GPU_ACTIVITY_KINDS, "correlation").drop_nulls().unique()
     calls = (
-        ctx.events.filter(
+        ctx.events.select("kind", "source", "pid", "tid", "correlation", "start_ns", "end_ns")
+        .filter(
             (pl.col("kind") == "cuda_api")
-            & (pl.col("source").cast(pl.String) == d.source)
+            & (pl.col("source") == d.source)
             & pl.col("pid").eq_missing(d.pid)
             & pl.col("tid").eq_missing(tid)
         )
@@ -238,7 +239,7 @@ def input_stall(ctx: FindingContext) -> Finding | None:
         return None
     share, d = ranked[0]
     gaps = ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col("cause") == "input") & (pl.col("in_steps_ns") > 0))
-    copies = ctx.device_rows(d, ("memcpy",)).select(
+    copies = ctx.device_rows(d, ("memcpy",), "correlation", "start_ns", "bytes").select(
         pl.col("correlation").alias("next_correlation"), pl.col("start_ns").alias("next_start_ns"), "bytes"
     )
     gaps = gaps.join(copies, on=["next_correlation", "next_start_ns"], how="left").unique(
@@ -361,5 +362,5 @@ def exposed_comm(ctx: FindingContext) -> Finding | None:
 def _compute_activity(ctx: FindingContext, dev: int) -> pl.DataFrame:
     """Compute activity of ``dev``: its non-comm kernels plus its memcpys and memsets."""
     kernels = ctx.kernels.filter((pl.col("dev") == dev) & ~pl.col("is_comm")).select("start_ns", "end_ns")
-    copies = ctx.device_rows(ctx.devices[dev], ("memcpy", "memset")).select("start_ns", "end_ns")
+    copies = ctx.device_rows(ctx.devices[dev], ("memcpy", "memset"), "start_ns", "end_ns")
     return pl.concat([kernels, copies])

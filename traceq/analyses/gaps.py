@@ -37,8 +37,12 @@ synchronisations (runtime, driver and HIP) and the synchronous (non-``Async``) c
 
 def sync_calls(events: pl.DataFrame) -> pl.DataFrame:
     """The synchronising CUDA API calls. Columns: source, pid, tid, name, start_ns, end_ns, correlation."""
+    is_api = pl.col("kind") == "cuda_api"
+    api_names = events.lazy().filter(is_api).select(pl.col("name").unique()).collect().to_series()
+    syncing = _matching_names(api_names, SYNC_CALL_PATTERN)
     return (
-        events.filter((pl.col("kind") == "cuda_api") & pl.col("name").cast(pl.String).str.contains(SYNC_CALL_PATTERN))
+        events.select("kind", "source", "pid", "tid", "name", "start_ns", "end_ns", "correlation")
+        .filter(is_api & pl.col("name").is_in(syncing.implode()))  # only the sync calls are copied
         .select(
             pl.col("source").cast(pl.String),
             "pid",
@@ -52,6 +56,13 @@ def sync_calls(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _matching_names(names: pl.Series, pattern: str) -> pl.Series:
+    """The distinct values of ``names`` (Categorical or String) that match ``pattern``: the regex
+    runs once per distinct name, not once per row."""
+    distinct = names.unique()
+    return distinct.filter(distinct.cast(pl.String).str.contains(pattern))
+
+
 def find_gaps(activity: pl.DataFrame) -> pl.DataFrame:
     """Gaps per device. ``activity`` needs columns dev, start_ns, end_ns.
 
@@ -59,7 +70,21 @@ def find_gaps(activity: pl.DataFrame) -> pl.DataFrame:
     """
     if activity.is_empty():
         return pl.DataFrame(schema={"dev": pl.UInt32, "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64})
-    keys, gaps = iv.gaps_by_key(iv.Intervals.from_frame(activity), activity.get_column("dev").cast(pl.Int64).to_numpy())
+    # Per device, its rows keep their event (start) order, so each merge is one linear pass.
+    devs = activity.get_column("dev").to_numpy()
+    order = np.argsort(devs.astype(np.uint16) if devs.max() < 1 << 16 else devs, kind="stable")  # radix
+    devs = devs[order]
+    starts = activity.get_column("start_ns").to_numpy()[order]
+    ends = activity.get_column("end_ns").to_numpy()[order]
+    bounds = np.flatnonzero(np.diff(devs)) + 1
+    key_parts, start_parts, end_parts = [], [], []
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), devs.size], strict=True):
+        found = iv.gaps(iv.Intervals(starts[lo:hi], ends[lo:hi]))
+        key_parts.append(np.full(len(found), devs[lo], np.int64))
+        start_parts.append(found.start_ns)
+        end_parts.append(found.end_ns)
+    keys = np.concatenate(key_parts)
+    gaps = iv.Intervals(np.concatenate(start_parts), np.concatenate(end_parts))
     return pl.DataFrame(
         {
             "dev": keys.astype(np.uint32),
@@ -81,37 +106,36 @@ def attribute_gaps(gaps: pl.DataFrame, activity: pl.DataFrame, events: pl.DataFr
     launch_end_ns, launch_tid, launch_correlation, sync_name, sync_start_ns, sync_end_ns,
     sync_tid, sync_correlation.  Same row order as ``gaps``.
     """
-    first_at = (
-        activity.sort("dev", "start_ns", "correlation", nulls_last=True)
+    gap_ends = gaps.select("dev", pl.col("end_ns").alias("start_ns"))
+    # The activity that ends each gap: among those starting at the gap's end, the lowest
+    # correlation id.  Only the rows starting at some gap end are sorted and turned into strings.
+    at_some_end = pl.col("start_ns").is_in(gap_ends.get_column("start_ns").unique().implode())
+    starting = (
+        activity.with_row_index("_row")
+        .select("_row", "dev", "start_ns", "correlation")
+        .filter(at_some_end)  # a cheap pre-filter, so that the join sees few rows
+        .join(gap_ends, on=["dev", "start_ns"], how="semi")
+        .sort("dev", "start_ns", "correlation", nulls_last=True, maintain_order=True)
         .unique(subset=["dev", "start_ns"], keep="first", maintain_order=True)
-        .select(
-            "dev",
-            pl.col("start_ns").alias("end_ns"),
-            "source",
-            "pid",
-            pl.col("name").cast(pl.String).alias("next_name"),
-            pl.col("kind").cast(pl.String).alias("next_kind"),
-            pl.col("stream").alias("next_stream"),
-            pl.col("correlation").alias("next_correlation"),
-            pl.col("start_ns").alias("next_start_ns"),
-            pl.col("end_ns").alias("next_end_ns"),
-            ((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "HtoD")).alias("_next_is_input"),
-        )
     )
-    launches = (
-        events.filter((pl.col("kind") == "cuda_api") & pl.col("correlation").is_not_null())
-        .select(
-            pl.col("source").cast(pl.String),
-            "pid",
-            pl.col("correlation").alias("next_correlation"),
-            pl.col("name").cast(pl.String).alias("launch_name"),
-            pl.col("start_ns").alias("launch_start_ns"),
-            pl.col("end_ns").alias("launch_end_ns"),
-            pl.col("tid").alias("launch_tid"),
+    first_at = activity.select(
+        pl.col("source", "pid", "name", "kind", "stream", "correlation", "start_ns", "end_ns", "copy_kind").gather(
+            starting.get_column("_row")
         )
-        .sort("launch_start_ns")
-        .unique(subset=["source", "pid", "next_correlation"], keep="first", maintain_order=True)
+    ).select(
+        starting.get_column("dev"),
+        pl.col("start_ns").alias("end_ns"),
+        pl.col("source").cast(pl.String),
+        "pid",
+        pl.col("name").cast(pl.String).alias("next_name"),
+        pl.col("kind").cast(pl.String).alias("next_kind"),
+        pl.col("stream").alias("next_stream"),
+        pl.col("correlation").alias("next_correlation"),
+        pl.col("start_ns").alias("next_start_ns"),
+        pl.col("end_ns").alias("next_end_ns"),
+        ((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "HtoD")).alias("_next_is_input"),
     )
+    launches = _launches(events, first_at.select("source", "pid", "next_correlation"))
     out = (
         gaps.with_row_index("_order")
         .join(first_at, on=["dev", "end_ns"], how="left")
@@ -156,6 +180,33 @@ def attribute_gaps(gaps: pl.DataFrame, activity: pl.DataFrame, events: pl.DataFr
         "launch_tid",
         "launch_correlation",
         *sync_cols,
+    )
+
+
+def _launches(events: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
+    """The launching API call of each (source, pid, correlation) in ``wanted``: the earliest one.
+
+    Columns: source (String), pid, next_correlation, launch_name, launch_start_ns, launch_end_ns,
+    launch_tid.  The API rows are cut down to the wanted correlation ids before anything is
+    sorted or turned into strings.
+    """
+    ids = wanted.get_column("next_correlation").drop_nulls().unique()
+    calls = events.select("kind", "source", "pid", "correlation", "name", "start_ns", "end_ns", "tid").filter(
+        (pl.col("kind") == "cuda_api") & pl.col("correlation").is_in(ids.implode())
+    )
+    return (
+        calls.select(
+            pl.col("source").cast(pl.String),
+            "pid",
+            pl.col("correlation").alias("next_correlation"),
+            pl.col("name").cast(pl.String).alias("launch_name"),
+            pl.col("start_ns").alias("launch_start_ns"),
+            pl.col("end_ns").alias("launch_end_ns"),
+            pl.col("tid").alias("launch_tid"),
+        )
+        .join(wanted.unique(), on=["source", "pid", "next_correlation"], how="semi", nulls_equal=False)
+        .sort("launch_start_ns", maintain_order=True)
+        .unique(subset=["source", "pid", "next_correlation"], keep="first", maintain_order=True)
     )
 
 

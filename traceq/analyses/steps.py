@@ -9,6 +9,7 @@ its first activity's start to its last activity's end.
 
 from __future__ import annotations
 
+import weakref
 from typing import Final
 
 import polars as pl
@@ -48,23 +49,118 @@ def devices(events: pl.DataFrame) -> pl.DataFrame:
     Columns: dev (UInt32), source (String), pid (Int64), device (Int32), rank (Int32),
     first_ns, last_ns (first activity start, last activity end), kernels, memcpys, memsets.
     Sorted by rank (nulls first), source, pid, device.
+
+    The analysis, the findings, the timeline and the job analysis each ask for the table of the
+    same event table; it is computed once per event table object (which, like every polars frame
+    traceq passes around, is never modified in place) and kept while that object lives.
     """
-    activity = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null())
-    out = (
-        activity.group_by(pl.col("source").cast(pl.String), "pid", "device")
-        .agg(
-            pl.col("rank").drop_nulls().first().alias("rank"),
-            pl.col("start_ns").min().alias("first_ns"),
-            pl.col("end_ns").max().alias("last_ns"),
-            (pl.col("kind") == "kernel").sum().cast(pl.Int64).alias("kernels"),
-            (pl.col("kind") == "memcpy").sum().cast(pl.Int64).alias("memcpys"),
-            (pl.col("kind") == "memset").sum().cast(pl.Int64).alias("memsets"),
-        )
-        .sort("rank", "source", "pid", "device", nulls_last=False)
+    key = id(events)
+    cached = _DEVICE_TABLES.get(key)
+    if cached is not None and cached[0]() is events:
+        return cached[1]
+    table = _device_table(events)
+    _DEVICE_TABLES[key] = (weakref.ref(events, lambda _: _DEVICE_TABLES.pop(key, None)), table)
+    return table
+
+
+_DEVICE_TABLES: dict[int, tuple[weakref.ref[pl.DataFrame], pl.DataFrame]] = {}
+
+
+def _device_table(events: pl.DataFrame) -> pl.DataFrame:
+    activity = gpu_rows(events, "rank", "kind", "start_ns", "end_ns")
+    per_device = (
+        pl.col("rank").drop_nulls().first().alias("rank"),
+        pl.col("start_ns").min().alias("first_ns"),
+        pl.col("end_ns").max().alias("last_ns"),
+        (pl.col("kind") == "kernel").sum().cast(pl.Int64).alias("kernels"),
+        (pl.col("kind") == "memcpy").sum().cast(pl.Int64).alias("memcpys"),
+        (pl.col("kind") == "memset").sum().cast(pl.Int64).alias("memsets"),
+    )
+    if _one_device(activity):  # the common single-GPU trace: aggregate, no hash grouping
+        grouped = activity.select(*(pl.col(k).first() for k in DEVICE_KEY), *per_device)
+    elif (code := _device_code(activity)) is not None:  # one Int64 key groups faster than three columns
+        keyed = activity.with_columns(code.alias("_code"))
+        grouped = keyed.group_by("_code").agg(*(pl.col(k).first() for k in DEVICE_KEY), *per_device)
+    else:
+        grouped = activity.group_by(*DEVICE_KEY).agg(*per_device)  # source stays Categorical: no string per row
+    out = grouped.with_columns(pl.col("source").cast(pl.String)).sort(
+        "rank", "source", "pid", "device", nulls_last=False
     )
     return out.with_row_index("dev").select(
         "dev", "source", "pid", "device", "rank", "first_ns", "last_ns", "kernels", "memcpys", "memsets"
     )
+
+
+def _one_device(activity: pl.DataFrame) -> bool:
+    """Whether every row of ``activity`` (at least one) has the same device key."""
+    if activity.is_empty():
+        return False
+    same = activity.select(
+        (pl.col(k).null_count() == pl.len()) | ((pl.col(k).null_count() == 0) & (v.min() == v.max()))
+        for k in DEVICE_KEY
+        for v in [pl.col(k).to_physical()]  # a Categorical compares by its codes: no string per row
+    )
+    return all(same.row(0))
+
+
+def gpu_rows(events: pl.DataFrame, *columns: str) -> pl.DataFrame:
+    """The GPU activity rows (kernels, memcpys, memsets on a device): the device key
+    (``source`` still Categorical) and ``columns``, in event order.
+
+    Only the wanted columns are copied, which on a large table is most of the cost of a filter.
+    """
+    return gpu_rows_of(events, schema.GPU_ACTIVITY_KINDS, *columns)
+
+
+def gpu_rows_of(events: pl.DataFrame, kinds: tuple[str, ...], *columns: str) -> pl.DataFrame:
+    """:func:`gpu_rows` of only the given ``kinds`` (for instance just the kernels)."""
+    wanted = list(dict.fromkeys((*DEVICE_KEY, *columns)))
+    on_gpu = pl.col("kind").is_in(kinds) & pl.col("device").is_not_null()
+    return events.lazy().filter(on_gpu).select(wanted).collect()
+
+
+def with_dev(rows: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` (with the device key, ``source`` String or Categorical) that belong to a device of
+    ``device_table``, with its ``dev`` in front; the order of ``rows`` is kept."""
+    keys = device_table.select("dev", "source", "pid", "device")
+    if rows.schema["source"] != pl.String:
+        keys = keys.with_columns(pl.col("source").cast(rows.schema["source"]))
+    if keys.height == 1:  # one device: a filter (mostly of nothing), not a join
+        only = keys.row(0, named=True)
+        on_it = (
+            (pl.col("source") == only["source"])
+            & pl.col("pid").eq_missing(only["pid"])
+            & pl.col("device").eq_missing(only["device"])
+        )
+        if not rows.select(on_it.all()).item():
+            rows = rows.filter(on_it)
+        return rows.select(pl.lit(only["dev"], dtype=pl.UInt32).alias("dev"), pl.all())
+    code = _device_code(keys) if rows.schema["source"] == pl.Categorical else None
+    if code is None:
+        joined = rows.join(keys, on=list(DEVICE_KEY), how="inner", nulls_equal=True, maintain_order="left")
+        return joined.select("dev", *rows.columns)
+    # Number the keys, then look each row's number up: a replace on one column, not a 3-key join.
+    dev = code.replace_strict(keys.select(code).to_series(), keys.get_column("dev"), default=None)
+    return rows.select(dev.alias("dev"), pl.all()).filter(pl.col("dev").is_not_null())
+
+
+def _device_code(frame: pl.DataFrame) -> pl.Expr | None:
+    """An Int64 expression that numbers the device keys (source as a Categorical) one to one for
+    every key whose parts lie within the ranges of ``frame``'s (null outside them); None when those
+    ranges are too wide to pack into one integer."""
+    code: pl.Expr = pl.lit(0, dtype=pl.Int64)
+    size = 1
+    for name in DEVICE_KEY:
+        part = pl.col(name).to_physical().cast(pl.Int64)  # a Categorical's codes; integers as they are
+        lo, hi = frame.select(part.min().alias("lo"), part.max().alias("hi")).row(0)
+        lo, hi = (0, 0) if lo is None else (int(lo), int(hi))
+        width = hi - lo + 2  # the last slot stands for null
+        size *= width
+        if size >= 1 << 62:
+            return None
+        index = pl.when(part.is_null()).then(width - 1).when(part.is_between(lo, hi)).then(part - lo)
+        code = code * width + index
+    return code
 
 
 def step_windows(events: pl.DataFrame, device_table: pl.DataFrame, pattern: str) -> pl.DataFrame:
@@ -76,7 +172,8 @@ def step_windows(events: pl.DataFrame, device_table: pl.DataFrame, pattern: str)
     """
     regex = compile_step_pattern(pattern)
     ranges = (
-        events.filter((pl.col("kind") == "range") & pl.col("tid").is_not_null())
+        events.select("kind", "tid", "source", "pid", "name", "start_ns", "end_ns")
+        .filter((pl.col("kind") == "range") & pl.col("tid").is_not_null())
         .select(pl.col("source").cast(pl.String), "pid", pl.col("name").cast(pl.String), "start_ns", "end_ns")
         .filter(pl.col("name").str.contains(regex))
         .unique(maintain_order=True)

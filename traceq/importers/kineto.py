@@ -2,7 +2,9 @@
 
 The work is split by stage, one module each:
 
-* :mod:`~traceq.importers.kineto_scan` -- bytes: gunzip, find the event array, rewrite it as NDJSON;
+* :mod:`~traceq.importers.kineto_scan` -- bytes: map or gunzip the file, find the event array;
+* :mod:`~traceq.importers.kineto_tokens` (with :mod:`~traceq.importers.kineto_bits`) -- where each
+  event's fields are, found with numpy; :mod:`~traceq.importers.kineto_columns` -- their columns;
 * :mod:`~traceq.importers.kineto_parse` -- the raw event frame by the columnar fast path, and
   :mod:`~traceq.importers.kineto_lenient` -- the same frame by the lenient fallback;
 * :mod:`~traceq.importers.kineto_compact` -- per-event normalisation, a block at a time;
@@ -27,7 +29,8 @@ from traceq.importers.kineto_lenient import parse_lenient
 from traceq.importers.kineto_meta import build_meta, distributed_int, event_facts
 from traceq.importers.kineto_normalise import normalise
 from traceq.importers.kineto_parse import ParsedTrace, parse_fast
-from traceq.importers.kineto_scan import FastPathDeclined, read_trace_bytes
+from traceq.importers.kineto_scan import read_trace_bytes
+from traceq.importers.kineto_tokens import FastPathDeclined
 from traceq.importers.result import ImportResult
 from traceq.stats import ImportStats
 
@@ -102,9 +105,7 @@ def _parse(path: Path, parser: Parser) -> ParsedTrace:
                 f"the fast JSON path declined the file ({declined.reason})", path=path, hint="use parser='auto'"
             ) from declined
         reason = declined.reason
-    # The fast path rewrote the buffer in place, so read the file again.
-    del buf
-    lenient = parse_lenient(read_trace_bytes(path), path, compact)
+    lenient = parse_lenient(buf, path, compact)
     note = f"the fast JSON path declined the file ({reason}); it was read with the slower lenient parser"
     return ParsedTrace(
         lenient.events, lenient.top, lenient.container, lenient.parser, lenient.non_objects, (note, *lenient.warnings)

@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
 
 from traceq.errors import CorruptTraceError, EmptyTraceError, UnsupportedFormatError
+from traceq.importers.kineto_bits import Raw
+from traceq.importers.kineto_columns import float_text
 from traceq.importers.kineto_parse import (
     ARG_FIELDS,
     RAW_SCHEMA,
@@ -39,10 +40,10 @@ _CUT_OFF_TAIL_MAX_CHARS: Final = 1 << 20
 """A cut-off last event longer than this is called corruption, not truncation."""
 
 
-def parse_lenient(data: bytes | bytearray, path: Path, compact: Compact) -> ParsedTrace:
+def parse_lenient(data: Raw, path: Path, compact: Compact) -> ParsedTrace:
     """Parse with Python's ``json`` after repairs; raises traceq errors for what cannot be read."""
     warnings: list[str] = []
-    text = _decode(data, warnings)
+    text = _decode(data if isinstance(data, bytes | bytearray) else data[:], warnings)
     if not text.strip():
         raise EmptyTraceError("the file is empty", path=path, hint="the profiler wrote nothing; profile again")
     doc = _load_repaired(text, path, warnings)
@@ -264,14 +265,6 @@ def _as_text(value: Any, clean: bool) -> str | None:
     if isinstance(value, float):
         return float_text(value)
     return json.dumps(value, ensure_ascii=False)
-
-
-def float_text(value: float) -> str:
-    """Shortest round-trip decimal without exponent or trailing ``.0`` (polars' float-to-string)."""
-    text = format(Decimal(repr(value)), "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
 
 
 def _as_float(value: Any, clean: bool) -> float | None:

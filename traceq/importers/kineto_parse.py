@@ -4,20 +4,19 @@ Two parsers produce the same raw frame (:data:`RAW_SCHEMA`; ``idx`` is the event
 array) and hand it, a block at a time, to a ``compact`` callback (the importer's per-event
 normalisation), so that the bulky raw columns never exist for the whole file at once:
 
-* :func:`parse_fast` -- the columnar path.  :mod:`traceq.importers.kineto_scan` rewrites the event
-  array as NDJSON in place, and ``polars.read_ndjson`` reads it block by block with an explicit
-  schema that lists only the fields below, so no Python object is built per event.  Blocks are
-  taken from the end of the buffer, which is shortened after each, so the file's bytes shrink as
-  the frame grows.  polars is strict (a value of the wrong type, an invalid escape, a control
-  character, ``NaN``: all errors), and any error makes the fast path decline rather than guess.
+* :func:`parse_fast` -- the columnar path: :mod:`traceq.importers.kineto_tokens` finds, with numpy
+  and a chunk of the event array at a time, where each event's fields are, and
+  :mod:`traceq.importers.kineto_columns` hands their text to polars as Arrow string views over the
+  file's own bytes, so no Python object is built per event.  Anything the tokenizer cannot vouch
+  for makes the fast path decline rather than guess.
 * :func:`~traceq.importers.kineto_lenient.parse_lenient` -- Python's ``json`` after a repair pass,
   used only when the fast path declines; same raw frame (see that module).
 
 ``ts``/``dur`` are read as IEEE doubles, as every Chrome-trace viewer does.  Fields that mix types
 in real files (``pid``, ``tid``, ``id``, ``device``, ``stream``: ints, ``"stream 7"``, ``"Spans"``,
 ``"0x0"``; ``grid``: ``[x, y, z]`` or Inductor's ``"grid(100,)"``) are read as strings and
-interpreted by the callback.  Text fields with few distinct values are read straight into
-``Categorical`` (4 bytes a row instead of a 16-byte string view).
+interpreted by the callback.  Text fields with few distinct values are made ``Categorical`` at once
+(4 bytes a row instead of a 16-byte string view).
 """
 
 from __future__ import annotations
@@ -27,14 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import numpy as np
 import polars as pl
 
-from traceq.importers.kineto_scan import (
-    Container,
-    FastPathDeclined,
-    locate_event_array,
-    rewrite_as_ndjson,
-)
+from traceq.importers.kineto_bits import Raw
+from traceq.importers.kineto_columns import raw_block
+from traceq.importers.kineto_scan import Container, locate_event_array
+from traceq.importers.kineto_tokens import FastPathDeclined, KeyTable, tokenize
 
 TOP_FIELDS: Final[dict[str, pl.DataType]] = {
     "ph": pl.Categorical(),
@@ -101,42 +99,43 @@ class ParsedTrace:
 # --------------------------------------------------------------------------------------------
 # Fast path
 
+CHUNK_BYTES: Final = 4 << 20
+"""Bytes of the event array tokenized at a time (doubled while no event ends inside a chunk)."""
+_KEYS: Final = KeyTable(list(dict.fromkeys([*TOP_FIELDS, "args", *ARG_FIELDS])))
+_TOP_KEYS: Final = frozenset([*TOP_FIELDS, "args"])
+_ARG_KEYS: Final = frozenset(ARG_FIELDS)
 
-def parse_fast(buf: bytearray, compact: Compact) -> ParsedTrace:
+
+def parse_fast(buf: Raw, compact: Compact) -> ParsedTrace:
     """Parse with the columnar path; raises :class:`FastPathDeclined` for anything it cannot vouch for.
 
-    ``buf`` is rewritten and shortened in place, and is useless afterwards (the lenient path
-    re-reads the file).
+    ``buf`` is only read.
     """
     container, start = locate_event_array(buf)
-    array = rewrite_as_ndjson(buf, container, start)
-    top = _top_level_keys(buf, array.start, array.stop) if container == "object" else {}
-    del buf[array.stop :]
+    data = np.frombuffer(buf, dtype=np.uint8)
     frames: list[pl.DataFrame] = []
-    for block in reversed(array.blocks):
-        with memoryview(buf) as view:
-            data = bytes(view[block.begin : block.end])
-        # The block is copied out, so its bytes can go: the buffer shrinks as the frame grows.
-        del buf[block.begin :]
-        try:
-            raw = pl.read_ndjson(data, schema=_READ_SCHEMA)
-        except pl.exceptions.PolarsError as exc:
-            first_line = (str(exc).strip() or type(exc).__name__).splitlines()[0]
-            raise FastPathDeclined(f"polars rejected an event ({first_line})") from exc
-        del data
-        if raw.height != block.events:
-            raise FastPathDeclined(f"polars read {raw.height} events where the scanner found {block.events}")
-        flat = raw.unnest("args", separator=".").with_row_index("idx", offset=block.first)
-        frames.append(compact(flat.select(RAW_SCHEMA.names())))
-    frames.reverse()
-    events = pl.concat(frames) if frames else compact(pl.DataFrame(schema=RAW_SCHEMA))
-    warnings: tuple[str, ...] = ()
-    if array.open_end:
-        warnings = (UNCLOSED_ARRAY_WARNING,)
+    at, size, first, index = start + 1, CHUNK_BYTES, True, 0
+    while True:
+        chunk = tokenize(buf, data, at, min(at + size, len(buf)), _KEYS, _TOP_KEYS, _ARG_KEYS, first=first)
+        if chunk is None:
+            size *= 2
+            continue
+        frames.append(compact(raw_block(buf, data, chunk, RAW_SCHEMA, index)))
+        index += chunk.events
+        at, size, first = chunk.consumed, CHUNK_BYTES, False
+        if chunk.closed or chunk.open_end:
+            break
+    if chunk.open_end and container == "object":
+        raise FastPathDeclined("the event array is cut off before its closing bracket")
+    if container == "array" and chunk.closed and buf[at + 1 :].strip():
+        raise FastPathDeclined("bytes after the closing bracket of the array")
+    top = _top_level_keys(buf, start, at) if container == "object" else {}
+    events = pl.concat(frames) if len(frames) > 1 else frames[0]
+    warnings = (UNCLOSED_ARRAY_WARNING,) if chunk.open_end else ()
     return ParsedTrace(events, top, container, "fast", 0, warnings)
 
 
-def _top_level_keys(buf: bytearray, start: int, stop: int) -> dict[str, Any]:
+def _top_level_keys(buf: Raw, start: int, stop: int) -> dict[str, Any]:
     """The object's other keys: parse the bytes around the event array with the array emptied."""
     shell = bytes(buf[:start]) + b"[]" + bytes(buf[stop + 1 :])
     try:

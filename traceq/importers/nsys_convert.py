@@ -1,11 +1,14 @@
 """One converter per nsys event table: raw columns in, event-table rows plus their accounting out.
 
-Each ``convert_*`` function takes the frame :meth:`ExportDb.read` returned for its table (the
-``*_COLUMNS`` spec beside it says which columns it asks for) and the resolved strings, and returns a
-:class:`Converted`: rows with the columns of :mod:`traceq.schema` (``name`` still a plain string,
-``kind``/``copy_kind``/``sync_kind`` still strings) plus a helper column ``_proc``, the full process
-key ``global id >> 24`` (pid with its VM and hardware bytes) used for joins; and the number of
-source rows skipped, by reason.  Everything is vectorised polars; nothing loops over rows.
+Each ``convert_*`` function takes a frame :meth:`ExportDb.read` or :meth:`ExportDb.read_chunks`
+returned for its table (the ``*_COLUMNS`` spec beside it says which columns it asks for) and the
+resolved strings (:mod:`traceq.importers.nsys_strings`), and returns a :class:`Converted`: rows
+with columns of :mod:`traceq.schema` (``name`` already Categorical for kernels, API calls, memcpys
+and memsets, a plain string elsewhere; ``kind``/``copy_kind``/``sync_kind`` still strings) plus a
+helper column ``_proc``, the full process key ``global id >> 24`` (pid with its VM and hardware
+bytes) used for joins; and the number of source rows skipped, by reason.  Converters that take
+chunks (kernels, graph launches, memcpys, memsets, API calls) see one piece of a table at a time
+and keep no state.  Everything is vectorised polars; nothing loops over rows.
 
 Identifier decoding follows NVIDIA's serialized GlobalId: ``pid = (g >> 24) & 0xFFFFFF`` and
 ``tid = g & 0xFFFFFF``.  GPU tables carry ``globalPid``; API and NVTX tables carry ``globalTid``.
@@ -19,6 +22,7 @@ from typing import Final
 
 import polars as pl
 
+from traceq.importers.nsys_strings import NAME, StringLookup, by_id
 from traceq.importers.nsys_tables import INT, TEXT
 
 KERNEL: Final = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -121,11 +125,6 @@ _COPY_KIND_BY_ENUM_NAME: Final = {
     "UNKNOWN": "unknown",
 }
 
-CUDA_VERSION_SUFFIX: Final = r"_v\d{4,}$"
-"""nsys appends the CUDA version that introduced a runtime call (``cudaLaunchKernel_v7000``,
-``cudaGetDeviceProperties_v2_v12000``).  Versions are 1000*major + 10*minor, so always 4+ digits;
-a shorter ``_v2`` is part of the real name (``cuGetProcAddress_v2``, ``cudaGetDeviceProperties_v2``)."""
-
 API_EVENT_CLASSES: Final = (0, 1)
 """RUNTIME.eventClass values imported as ``cuda_api``: 0 CUDA runtime, 1 CUDA driver."""
 EVENT_CLASS_LABELS: Final[Mapping[int, str]] = {
@@ -168,20 +167,25 @@ class Converted:
     frame: pl.DataFrame
     skipped: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    unresolved: int = 0
+    """Rows whose name was not in StringIds (kernels and API calls); the importer warns about them."""
 
 
 def lookup(column: str, strings: pl.DataFrame) -> pl.Expr:
     """``column`` (StringIds ids) as strings; null where the id is null or not in ``strings``."""
-    return pl.col(column).replace_strict(strings["id"], strings["value"], default=None, return_dtype=pl.String)
+    return by_id(column, strings, "value")
 
 
-def convert_kernels(raw: pl.DataFrame, strings: pl.DataFrame) -> Converted:
-    short = lookup("shortName", strings)
+def convert_kernels(raw: pl.DataFrame, strings: StringLookup) -> Converted:
+    strings.require(raw["demangledName"], raw["shortName"])
+    names = strings.kernel_names()
     frame = raw.select(
         *_gpu_columns(),
         kind=pl.lit("kernel"),
-        _name=pl.coalesce(lookup("demangledName", strings), short),
-        _short=short,
+        name=pl.coalesce(by_id("demangledName", names, "name"), by_id("shortName", names, "name")),
+        # NCCL/RCCL kernels: ncclKernel_* (older NCCL), ncclDevKernel_* (newer).  shortName never
+        # carries a return type, so it is the reliable test; the full name is the fallback.
+        is_comm=pl.coalesce(by_id("shortName", names, "nccl"), by_id("demangledName", names, "nccl")).fill_null(False),
         grid_x="gridX",
         grid_y="gridY",
         grid_z="gridZ",
@@ -192,18 +196,10 @@ def convert_kernels(raw: pl.DataFrame, strings: pl.DataFrame) -> Converted:
         shared_memory_bytes=pl.sum_horizontal("staticSharedMemory", "dynamicSharedMemory").cast(pl.Int64),
         graph_id="graphId",
     )
-    unresolved = frame["_name"].null_count()
-    frame = frame.with_columns(
-        name=pl.col("_name").fill_null("[unresolved kernel name]"),
-        # NCCL/RCCL kernels: ncclKernel_* (older NCCL), ncclDevKernel_* (newer).  shortName never
-        # carries a return type, so it is the reliable test; the full name is the fallback.
-        is_comm=pl.coalesce(pl.col("_short"), pl.col("_name"))
-        .str.to_lowercase()
-        .str.starts_with("nccl")
-        .fill_null(False),
-    ).drop("_name", "_short")
-    warnings = [f"{unresolved} kernels have no name in StringIds"] if unresolved else []
-    return Converted(frame, warnings=warnings)
+    unresolved = frame["name"].null_count()
+    if unresolved:
+        frame = frame.with_columns(pl.col("name").fill_null(pl.lit("[unresolved kernel name]", dtype=NAME)))
+    return Converted(frame, unresolved=unresolved)
 
 
 def convert_memcpys(raw: pl.DataFrame, copy_kinds: Mapping[int, tuple[str, bool]]) -> Converted:
@@ -215,7 +211,12 @@ def convert_memcpys(raw: pl.DataFrame, copy_kinds: Mapping[int, tuple[str, bool]
         kind=pl.lit("memcpy"),
         bytes="bytes",
         copy_kind=pl.col("copyKind").replace_strict(ids, directions, default="unknown", return_dtype=pl.String),
-        name=pl.col("copyKind").replace_strict(ids, names, default="[CUDA memcpy unknown]", return_dtype=pl.String),
+        name=pl.col("copyKind").replace_strict(
+            pl.Series(ids, dtype=pl.Int64),
+            pl.Series(names, dtype=NAME),
+            default=pl.lit("[CUDA memcpy unknown]", dtype=NAME),
+            return_dtype=NAME,
+        ),
     )
     return Converted(frame)
 
@@ -234,7 +235,7 @@ def copy_kinds_from_enum(enum_rows: list[dict[str, object]]) -> dict[int, tuple[
 
 
 def convert_memsets(raw: pl.DataFrame) -> Converted:
-    frame = raw.select(*_gpu_columns(), kind=pl.lit("memset"), bytes="bytes", name=pl.lit("[CUDA memset]"))
+    frame = raw.select(*_gpu_columns(), kind=pl.lit("memset"), bytes="bytes", name=pl.lit("[CUDA memset]", dtype=NAME))
     return Converted(frame)
 
 
@@ -249,36 +250,40 @@ def convert_graph_traces(raw: pl.DataFrame) -> Converted:
     return Converted(frame)
 
 
-def convert_runtime(raw: pl.DataFrame, strings: pl.DataFrame, class_labels: Mapping[int, str]) -> Converted:
+def convert_runtime(raw: pl.DataFrame, strings: StringLookup, class_labels: Mapping[int, str]) -> Converted:
     """CUDA runtime (eventClass 0) and driver (1) calls; other classes are skipped by class."""
     event_class = pl.col("eventClass")
     # A missing eventClass column (all null) can only mean an export that had nothing but API rows.
     is_api = event_class.is_null() | event_class.is_in(API_EVENT_CLASSES)
     skipped: dict[str, int] = {}
-    for cls, n in raw.filter(~is_api).group_by("eventClass").len().sort("eventClass").iter_rows():
-        label = EVENT_CLASS_LABELS.get(cls) or class_labels.get(cls) or "not a CUDA API call"
-        skipped[f"eventClass {cls} ({label})"] = n
-    api_names = strings.with_columns(pl.col("value").str.replace(CUDA_VERSION_SUFFIX, ""))
-    frame = raw.filter(is_api).select(
+    others = raw.filter(~is_api)
+    if others.height:
+        for cls, n in others.group_by("eventClass").len().sort("eventClass").iter_rows():
+            label = EVENT_CLASS_LABELS.get(cls) or class_labels.get(cls) or "not a CUDA API call"
+            skipped[f"eventClass {cls} ({label})"] = n
+        raw = raw.filter(is_api)
+    strings.require(raw["nameId"])
+    frame = raw.select(
         *_cpu_columns(),
         kind=pl.lit("cuda_api"),
         correlation="correlationId",
-        _name=lookup("nameId", api_names),
+        name=by_id("nameId", strings.api_names(), "name"),
     )
-    unresolved = frame["_name"].null_count()
-    frame = frame.with_columns(name=pl.col("_name").fill_null("[unresolved API name]")).drop("_name")
-    warnings = [f"{unresolved} CUDA API calls have no name in StringIds"] if unresolved else []
-    return Converted(frame, skipped, warnings)
+    unresolved = frame["name"].null_count()
+    if unresolved:
+        frame = frame.with_columns(pl.col("name").fill_null(pl.lit("[unresolved API name]", dtype=NAME)))
+    return Converted(frame, skipped, unresolved=unresolved)
 
 
 def convert_syncs(raw: pl.DataFrame, api: pl.DataFrame, release: tuple[int, int] | None) -> Converted:
     """GPU-side sync records, classified by the correlated API call's name (syncType only as fallback).
 
-    ``api`` is the converted RUNTIME frame; the match is on (process, correlationId), never on
-    correlationId alone, because ids repeat across processes.
+    ``api`` holds the converted RUNTIME rows (at least those whose correlation id a sync row has),
+    in file order; the match is on (process, correlationId), never on correlationId alone, because
+    ids repeat across processes.
     """
     calls = (
-        api.select("_proc", "correlation", _api=pl.col("name"))
+        api.select("_proc", "correlation", _api=pl.col("name").cast(pl.String))
         .drop_nulls(["_proc", "correlation"])
         .unique(["_proc", "correlation"], keep="first")
     )
@@ -292,12 +297,13 @@ def convert_syncs(raw: pl.DataFrame, api: pl.DataFrame, release: tuple[int, int]
     return Converted(frame)
 
 
-def convert_nvtx(raw: pl.DataFrame, strings: pl.DataFrame) -> Converted:
+def convert_nvtx(raw: pl.DataFrame, strings: StringLookup) -> Converted:
     """Ranges (59/60) and marks (34); domain names come from the process's eventType-75 rows."""
     event_type = pl.col("eventType")
     is_range = event_type.is_in(NVTX_RANGE_TYPES)
+    strings.require(raw["textId"])
     events = raw.with_columns(
-        _text=pl.coalesce(pl.col("text"), lookup("textId", strings)),
+        _text=pl.coalesce(pl.col("text"), lookup("textId", strings.values)),
         _proc=pl.col("globalTid") // _ID_SHIFT,
     )
     domains = (

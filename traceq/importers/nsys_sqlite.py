@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
+import numpy as np
 import polars as pl
 
 from traceq import schema
@@ -60,7 +61,8 @@ from traceq.importers.nsys_convert import (
     convert_syncs,
     copy_kinds_from_enum,
 )
-from traceq.importers.nsys_tables import ExportDb, open_export
+from traceq.importers.nsys_strings import StringLookup
+from traceq.importers.nsys_tables import CHUNK_ROWS, ExportDb, open_export
 from traceq.importers.result import ImportResult
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.stats import CategoryCount, ImportStats
@@ -95,9 +97,18 @@ NOT_IMPORTED_TABLES: Final[Mapping[str, str]] = {
 they appear in the stats as ``events=N rows=0 skipped={"table not imported": N}``."""
 
 _GPU_ACTIVITY_TABLES: Final = (KERNEL, GRAPH_TRACE, MEMCPY, MEMSET)
+# Converted in this order, which is also the order of ties in the sort (rows of one table keep
+# their file order).  These are read in chunks; SYNC and NVTX are read whole.
+_CHUNKED: Final = (
+    (KERNEL, KERNEL_COLUMNS),
+    (GRAPH_TRACE, GRAPH_TRACE_COLUMNS),
+    (MEMCPY, MEMCPY_COLUMNS),
+    (MEMSET, MEMSET_COLUMNS),
+    (RUNTIME, RUNTIME_COLUMNS),
+)
 # Ties keep their order of appearance (tables in a fixed order, rows in file order), which is
 # deterministic for a given file; more sort keys cost a third of the import time on large files.
-_SORT_KEYS: Final = ["start_ns", "end_ns"]
+_SORT_KEYS: Final = ("start_ns", "end_ns")
 
 
 def read_nsys_sqlite(path: Path) -> ImportResult:
@@ -137,6 +148,8 @@ class _Import:
         self.frames: list[pl.DataFrame] = []
         self.warnings: list[str] = []
         self.ranks = pl.DataFrame()
+        self.strings = StringLookup(db)
+        self.gpu_rows = 0
 
     def run(self) -> ImportResult:
         self._check_is_nsys()
@@ -145,40 +158,49 @@ class _Import:
         tables = {name: self.db.table(name) for name in (*_GPU_ACTIVITY_TABLES, RUNTIME, SYNC, NVTX)}
         self._check_columns(tables, info)
 
-        raw = {
-            name: self.db.read(table, spec)
-            for name, spec in (
-                (KERNEL, KERNEL_COLUMNS),
-                (MEMCPY, MEMCPY_COLUMNS),
-                (MEMSET, MEMSET_COLUMNS),
-                (GRAPH_TRACE, GRAPH_TRACE_COLUMNS),
-                (RUNTIME, RUNTIME_COLUMNS),
-                (SYNC, SYNC_COLUMNS),
-                (NVTX, NVTX_COLUMNS),
-            )
-            if (table := tables[name]) is not None
-        }
-        strings = self.db.strings(_referenced_string_ids(raw))
+        # Sync rows are named after the API call with their process and correlation id: read them
+        # first, so that the API chunks keep just the calls that some sync row refers to.
+        sync_table = tables[SYNC]
+        sync_raw = self.db.read(sync_table, SYNC_COLUMNS) if sync_table is not None else None
+        sync_keys = _sync_correlations(sync_raw)
+        api_calls: list[pl.DataFrame] = []
 
-        self._add(raw, KERNEL, lambda f: convert_kernels(f, strings))
-        self._add(raw, GRAPH_TRACE, convert_graph_traces)
-        self._add(raw, MEMCPY, lambda f: convert_memcpys(f, self._copy_kinds()))
-        self._add(raw, MEMSET, convert_memsets)
-        api = self._add(raw, RUNTIME, lambda f: convert_runtime(f, strings, self._event_class_labels()))
-        api_frame = (
-            api
-            if api is not None
-            else pl.DataFrame(schema={"_proc": pl.Int64, "correlation": pl.Int64, "name": pl.String})
-        )
-        self._add(raw, SYNC, lambda f: convert_syncs(f, api_frame, info.release))
-        self._add(raw, NVTX, lambda f: convert_nvtx(f, strings))
+        copy_kinds = self._copy_kinds() if tables[MEMCPY] is not None else {}
+        class_labels = self._event_class_labels() if tables[RUNTIME] is not None else {}
+        convert: dict[str, Callable[[pl.DataFrame], Converted]] = {
+            KERNEL: lambda f: convert_kernels(f, self.strings),
+            GRAPH_TRACE: convert_graph_traces,
+            MEMCPY: lambda f: convert_memcpys(f, copy_kinds),
+            MEMSET: convert_memsets,
+            RUNTIME: lambda f: convert_runtime(f, self.strings, class_labels),
+        }
+        for name, spec in _CHUNKED:
+            table = tables[name]
+            if table is None:
+                continue
+            with _TableCounts(self, name) as counts:
+                for raw in self.db.read_chunks(table, spec):
+                    frame = counts.add(raw.height, convert[name](raw))
+                    if name == RUNTIME and sync_keys is not None:
+                        api_calls.append(
+                            frame.filter(pl.col("correlation").is_in(sync_keys)).select("_proc", "correlation", "name")
+                        )
+                    self._keep(frame, name)
+        if sync_raw is not None:
+            calls = pl.concat(api_calls) if api_calls else _NO_CALLS
+            with _TableCounts(self, SYNC) as counts:
+                self._keep(counts.add(sync_raw.height, convert_syncs(sync_raw, calls, info.release)), SYNC)
+        if tables[NVTX] is not None:
+            nvtx_raw = self.db.read(tables[NVTX], NVTX_COLUMNS)
+            with _TableCounts(self, NVTX) as counts:
+                self._keep(counts.add(nvtx_raw.height, convert_nvtx(nvtx_raw, self.strings)), NVTX)
         self._count_not_imported()
 
-        events = self._events()
-        gpu_rows = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)).height
-        if gpu_rows == 0:
+        if self.gpu_rows == 0:
             self.warnings.insert(0, "no GPU activity in this capture (no kernels, memcpys or memsets)")
-        return ImportResult(events=events.to_arrow(), stats=ImportStats.of(self.counts), meta=self._meta(info, events))
+        events = self._events()
+        meta = self._meta(info, events)
+        return ImportResult(events=events.to_arrow(), stats=ImportStats.of(self.counts), meta=meta)
 
     def _check_is_nsys(self) -> None:
         markers = ("StringIds", KERNEL, RUNTIME, NVTX, MEMCPY, MEMSET, SYNC, GRAPH_TRACE)
@@ -208,29 +230,16 @@ class _Import:
                     hint="export the .nsys-rep again with a current nsys (nsys export --type sqlite)",
                 )
 
-    def _add(
-        self, raw: Mapping[str, pl.DataFrame], name: str, convert: Callable[[pl.DataFrame], Converted]
-    ) -> pl.DataFrame | None:
-        """Convert one table, drop invalid intervals, record its counts; the kept rows, or None."""
-        if name not in raw:
-            return None
-        source_rows = raw[name]
-        converted = convert(source_rows)
-        valid = (
-            pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))
-        )
-        frame = converted.frame.filter(valid)
-        skipped = dict(converted.skipped)
-        if converted.frame.height != frame.height:
-            skipped["invalid interval"] = converted.frame.height - frame.height
-        self.counts.append(
-            CategoryCount(
-                source=self.source, category=name, events=source_rows.height, rows=frame.height, skipped=skipped
+    def _keep(self, frame: pl.DataFrame, name: str) -> None:
+        """Give converted rows of table ``name`` the event table's columns and types, and keep them."""
+        if name in _GPU_ACTIVITY_TABLES:
+            self.gpu_rows += frame.height
+        extra = {"category": pl.lit(name, dtype=pl.Categorical), "source": pl.lit(self.source, dtype=pl.Categorical)}
+        if self.ranks.height:
+            extra["rank"] = pl.col("_proc").replace_strict(
+                self.ranks["proc"], self.ranks["rank"], default=None, return_dtype=pl.Int32
             )
-        )
-        self.warnings.extend(converted.warnings)
-        self.frames.append(frame.with_columns(category=pl.lit(name)))
-        return frame
+        self.frames.append(schema.conform(frame.with_columns(**extra)))
 
     def _count_not_imported(self) -> None:
         for name in NOT_IMPORTED_TABLES:
@@ -253,15 +262,10 @@ class _Import:
         return {int(r["id"]): str(r["label"]) for r in rows if isinstance(r.get("id"), int) and r.get("label")}
 
     def _events(self) -> pl.DataFrame:
+        """Every kept row, sorted by start then end (ties in table and file order), validated."""
         if not self.frames:
             return schema.validate(schema.empty_frame())
-        events = pl.concat(self.frames, how="diagonal_relaxed")
-        if "is_comm" in events.columns:  # only kernel frames carry it; the rest are never communication
-            events = events.with_columns(pl.col("is_comm").fill_null(False))
-        if self.ranks.height:
-            events = events.join(self.ranks.rename({"proc": "_proc"}), on="_proc", how="left", nulls_equal=False)
-        events = events.with_columns(source=pl.lit(self.source)).sort(_SORT_KEYS, nulls_last=True, maintain_order=True)
-        return schema.validate(schema.conform(events))
+        return schema.validate(sort_by_time(self.frames))
 
     def _meta(self, info: nsys_meta.ExportInfo, events: pl.DataFrame) -> SourceMeta:
         properties = nsys_meta.properties(self.db, info)
@@ -292,9 +296,88 @@ class _Import:
         )
 
 
-def _referenced_string_ids(raw: Mapping[str, pl.DataFrame]) -> pl.Series:
-    columns = {KERNEL: ("demangledName", "shortName"), RUNTIME: ("nameId",), NVTX: ("textId",)}
-    parts = [raw[table][col] for table, cols in columns.items() if table in raw for col in cols]
-    if not parts:
-        return pl.Series("id", [], dtype=pl.Int64)
-    return pl.concat([p.rename("id").drop_nulls().unique() for p in parts]).unique()
+class _TableCounts:
+    """Accounts for the rows of one table, chunk by chunk, and records the totals on exit."""
+
+    def __init__(self, owner: _Import, name: str) -> None:
+        self.owner = owner
+        self.name = name
+        self.events = 0
+        self.rows = 0
+        self.unresolved = 0
+        self.skipped: dict[str, int] = {}
+        self.warnings: list[str] = []
+
+    def __enter__(self) -> _TableCounts:
+        return self
+
+    def add(self, source_rows: int, converted: Converted) -> pl.DataFrame:
+        """Drop the converted rows with an invalid interval, count them all; the rows kept."""
+        frame = converted.frame.filter(_VALID)
+        for reason, n in (*converted.skipped.items(), ("invalid interval", converted.frame.height - frame.height)):
+            if n:
+                self.skipped[reason] = self.skipped.get(reason, 0) + n
+        self.events += source_rows
+        self.rows += frame.height
+        self.unresolved += converted.unresolved
+        self.warnings.extend(converted.warnings)
+        return frame
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is not None:
+            return
+        skipped = dict(self.skipped)
+        if "invalid interval" in skipped:  # listed last, as a single-read import lists it
+            skipped["invalid interval"] = skipped.pop("invalid interval")
+        self.owner.counts.append(
+            CategoryCount(
+                source=self.owner.source, category=self.name, events=self.events, rows=self.rows, skipped=skipped
+            )
+        )
+        if self.unresolved:
+            what = "kernels" if self.name == KERNEL else "CUDA API calls"
+            self.owner.warnings.append(f"{self.unresolved} {what} have no name in StringIds")
+        self.owner.warnings.extend(self.warnings)
+
+
+_VALID: Final = (
+    pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns"))
+)
+_NO_CALLS: Final = pl.DataFrame(schema={"_proc": pl.Int64, "correlation": pl.Int64, "name": pl.Categorical})
+
+
+def _sync_correlations(sync_raw: pl.DataFrame | None) -> pl.Series | None:
+    """The correlation ids of the sync rows (None without a sync table)."""
+    if sync_raw is None:
+        return None
+    return sync_raw["correlationId"].drop_nulls().unique().implode()
+
+
+def sort_by_time(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """The frames of ``parts`` (emptied) as one frame sorted by start then end, stable.
+
+    Built one column at a time, each column's unsorted pieces freed before its sorted copy is
+    written, in chunks of :data:`CHUNK_ROWS` rows: the same sizes as the pieces just freed, so the
+    allocator reuses their memory and a sorted copy of the table never exists beside the whole
+    unsorted one (all columns share one chunk layout, so Arrow export copies nothing).
+    """
+    names = parts[0].columns
+    height = sum(p.height for p in parts)
+    keys = [np.concatenate([p.get_column(k).to_numpy() for p in parts]) for k in reversed(_SORT_KEYS)]
+    # A stable lexicographic argsort (numpy's lexsort) is ~3x faster than polars' multi-key one.
+    order = pl.Series(np.lexsort(keys).astype(np.uint32 if height < 1 << 32 else np.uint64))
+    del keys
+    bounds = [(lo, min(CHUNK_ROWS, height - lo)) for lo in range(0, max(height, 1), CHUNK_ROWS)]
+    columns = []
+    for name in names:
+        whole = pl.concat([p.get_column(name) for p in parts], rechunk=True)
+        parts[:] = [p.drop(name) for p in parts]  # this column's pieces are free now
+        if whole.null_count() == height:  # all null: any order is the same; slices copy nothing
+            pieces = [whole.slice(lo, n) for lo, n in bounds]
+        else:
+            pieces = [whole.gather(order.slice(lo, n)) for lo, n in bounds]
+        del whole
+        columns.append(pl.concat(pieces, rechunk=False))
+        del pieces
+    parts.clear()
+    return pl.DataFrame(columns)

@@ -9,6 +9,10 @@ This module owns everything that touches SQLite for the nsys importer:
 * bulk reads of whole columns into polars frames, with no Python loop per row.  Two backends give
   the same frames: the ADBC SQLite driver (``adbc-driver-sqlite``, Arrow-native and about three
   times faster) when it is installed, else the standard library's ``sqlite3``;
+* :meth:`ExportDb.read_chunks`: a large table as consecutive ``rowid`` ranges, read ahead on a few
+  threads (ADBC releases the GIL, so they run on separate cores) and handed over in file order,
+  so that a caller converts one chunk while the next ones are read and no table is ever held
+  whole in its raw form;
 * ``StringIds`` look-ups for only the ids a caller needs.
 
 Callers describe a read as ``{column: polars dtype}``; columns the table lacks come back as nulls,
@@ -17,9 +21,13 @@ so the converters in :mod:`traceq.importers.nsys_sqlite` never branch on the nsy
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import threading
+from collections import deque
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +53,13 @@ _STRING_CHUNK: Final = 50_000
 # result makes the inference see every value, so the types are always consistent.
 _ADBC_BATCH_ROWS: Final = "1000000000"
 
+CHUNK_ROWS: Final = 131_072
+"""Rows per :meth:`ExportDb.read_chunks` query: large enough that the per-query cost is noise,
+small enough that a few raw chunks in flight stay a small fraction of the imported table."""
+
+_MAX_READ_THREADS: Final = 4
+_MAX_CHUNKS: Final = 1 << 16
+
 _VERSIONED_NAME = re.compile(r"^(?P<base>.+)_V(?P<n>\d+)$", re.IGNORECASE)
 
 
@@ -64,8 +79,12 @@ class ExportDb:
     resolved: dict[str, str] = field(default_factory=dict)
     """Logical table name -> the ``_V<n>`` table that stood in for it (only where one did)."""
     _columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _readers: _ChunkReaders | None = None
 
     def close(self) -> None:
+        if self._readers is not None:
+            self._readers.close()
+            self._readers = None
         self.conn.close()
 
     def table(self, name: str) -> str | None:
@@ -114,12 +133,57 @@ class ExportDb:
             return pl.select(missing).select(list(spec)) if missing else frame
         return frame.with_columns(missing).select(list(spec))
 
+    def read_chunks(self, table: str, spec: ColumnSpec, chunk_rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:
+        """:meth:`read` in consecutive pieces of at most ``chunk_rows`` rows, in file order.
+
+        Pieces are ``rowid`` ranges, read ahead in parallel through ADBC; a table without usable
+        rowids (a view, ``WITHOUT ROWID``, very sparse ids) or the ``sqlite3`` backend reads whole.
+        Concatenated, the pieces equal :meth:`read`'s frame.
+        """
+        present = set(self.columns(table))
+        selected = {name: dtype for name, dtype in spec.items() if name in present}
+        bounds = self._rowid_bounds(table, chunk_rows) if selected and _adbc_available() else None
+        if bounds is None:
+            yield self.read(table, spec)
+            return
+        columns = ", ".join(_quote(c) for c in selected)
+        sqls = [
+            f"SELECT {columns} FROM {_quote(table)} WHERE rowid BETWEEN {lo} AND {min(lo + chunk_rows - 1, bounds[1])}"
+            for lo in range(bounds[0], bounds[1] + 1, chunk_rows)
+        ]
+        missing = [pl.lit(None, dtype=dtype).alias(n) for n, dtype in spec.items() if n not in present]
+        if self._readers is None:
+            self._readers = _ChunkReaders(self.uri)
+        pieces = self._readers.fetch(sqls, selected)
+        for sql in sqls:
+            with _translating_errors(self.path):
+                frame = next(pieces)
+                if frame is None:  # text that is not valid UTF-8: decode it lossily
+                    frame = _fetch_sqlite3(self.conn, sql, selected)
+            yield self._typed(frame, selected).with_columns(missing).select(list(spec))
+
+    def _rowid_bounds(self, table: str, chunk_rows: int) -> tuple[int, int] | None:
+        """``(min, max)`` rowid of ``table`` when it spans several chunks, else None (read it whole)."""
+        try:  # one aggregate per query: SQLite answers each from one end of the b-tree, not a scan
+            (lo,) = self.conn.execute(f"SELECT MIN(rowid) FROM {_quote(table)}").fetchone()
+            (hi,) = self.conn.execute(f"SELECT MAX(rowid) FROM {_quote(table)}").fetchone()
+        except sqlite3.Error:
+            return None  # a view or a WITHOUT ROWID table: no rowid to range over
+        if not isinstance(lo, int) or not isinstance(hi, int) or hi - lo < chunk_rows:
+            return None
+        if (hi - lo) // chunk_rows > _MAX_CHUNKS:  # rowids far sparser than any export writes
+            return None
+        return lo, hi
+
     def query(self, sql: str, spec: ColumnSpec) -> pl.DataFrame:
         """Run ``sql`` (whose result columns are exactly ``spec``'s, in order) into a frame."""
         with _translating_errors(self.path):
             frame = _fetch_adbc(self.uri, sql, spec) if _adbc_available() else None
             if frame is None:
                 frame = _fetch_sqlite3(self.conn, sql, spec)
+        return self._typed(frame, spec)
+
+    def _typed(self, frame: pl.DataFrame, spec: ColumnSpec) -> pl.DataFrame:
         try:
             return frame.cast(pl.Schema(spec))
         except pl.exceptions.PolarsError as exc:
@@ -163,6 +227,47 @@ class ExportDb:
             in_list = chunk.cast(pl.String).str.join(",").item()
             parts.append(self.query(f"SELECT id, value FROM {_quote(table)} WHERE id IN ({in_list})", spec))
         return pl.concat(parts).unique("id", keep="first")
+
+
+class _ChunkReaders:
+    """A few threads, each with its own ADBC connection, that read queries ahead of their consumer."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self.threads = max(1, min(_MAX_READ_THREADS, len(os.sched_getaffinity(0))))
+        self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="traceq-nsys")
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[Any] = []
+
+    def fetch(self, sqls: list[str], spec: ColumnSpec) -> Iterator[pl.DataFrame | None]:
+        """Each query's frame (None where it holds invalid UTF-8), in order; at most
+        ``threads + 1`` results wait in memory at a time."""
+        pending: deque[Future[pl.DataFrame | None]] = deque()
+        queued = iter(sqls)
+        try:
+            for sql in queued:
+                pending.append(self._pool.submit(self._read, sql, spec))
+                if len(pending) > self.threads:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+    def _read(self, sql: str, spec: ColumnSpec) -> pl.DataFrame | None:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = _ADBC["dbapi"].connect(self.uri)
+            with self._lock:
+                self._connections.append(conn)
+        return _fetch_adbc(self.uri, sql, spec, conn)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        for conn in self._connections:
+            conn.close()
 
 
 def open_export(path: Path) -> ExportDb:
@@ -257,15 +362,17 @@ def _is_adbc_error(exc: BaseException) -> bool:
     return dbapi is not None and isinstance(exc, dbapi.Error)
 
 
-def _fetch_adbc(uri: str, sql: str, spec: ColumnSpec) -> pl.DataFrame | None:
+def _fetch_adbc(uri: str, sql: str, spec: ColumnSpec, connection: Any = None) -> pl.DataFrame | None:
     """The result through ADBC, or None when it holds text that is not valid UTF-8.
 
     The driver passes SQLite's bytes into Arrow string arrays unchecked, and polars trusts Arrow;
     invalid UTF-8 would crash later, so text columns are validated and such a result is read again
     through ``sqlite3``, which decodes it lossily.
     """
-    dbapi = _ADBC["dbapi"]
-    with dbapi.connect(uri) as conn, conn.cursor() as cur:
+    if connection is None:
+        with _ADBC["dbapi"].connect(uri) as conn:
+            return _fetch_adbc(uri, sql, spec, conn)
+    with connection.cursor() as cur:
         cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": _ADBC_BATCH_ROWS})
         cur.execute(sql)
         table = cur.fetch_arrow_table()

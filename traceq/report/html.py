@@ -2,7 +2,8 @@
 
 :func:`render_html` returns the page; sections, in order: findings, step breakdown per device,
 idle time by cause (with the longest gaps), the timeline excerpt, top kernels, ranks side by side
-(several ranks only), MFU (when computed), import statistics, and the source files' metadata.
+with the job's clock alignment, collective skew heatmap and straggler verdict (several ranks or
+devices only), MFU (when computed), import statistics, and the source files' metadata.
 
 * **Self-contained**: plotly.js is inlined (about 4.8 MB); ``cdn=True`` links the plotly CDN
   build instead (with its integrity hash).  No other script, stylesheet or font is loaded.
@@ -31,7 +32,7 @@ from typing import Any, Final
 
 import plotly.offline
 
-from traceq.analyses.model import CAUSES, SEVERITIES, DeviceBreakdown, Finding, Gap
+from traceq.analyses.model import CAUSES, SEVERITIES, DeviceBreakdown, Finding, Gap, JobAnalysis
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.report import html_charts as charts
 from traceq.report.html_charts import PALETTE, device_label, pct, shorten
@@ -69,6 +70,8 @@ def render_html(report: Report, *, cdn: bool = False) -> str:
         "chart-idle": charts.idle_by_cause_figure(report),
         "chart-timeline": charts.timeline_figure(report),
         "chart-ranks": charts.rank_comparison_figure(report),
+        "chart-skew": charts.skew_heatmap_figure(report),
+        "chart-arrivals": charts.arrivals_figure(report),
     }
     drawn = {k: v for k, v in figures.items() if v is not None}
     sections = [
@@ -78,8 +81,8 @@ def render_html(report: Report, *, cdn: bool = False) -> str:
         ("timeline", "Timeline", _timeline(report, "chart-timeline" in drawn)),
         ("kernels", "Top kernels", _kernels(report)),
     ]
-    if "chart-ranks" in drawn:
-        sections.append(("ranks", "Ranks", _ranks(report)))
+    if "chart-ranks" in drawn or report.job is not None:
+        sections.append(("ranks", "Ranks", _ranks(report, drawn)))
     if report.mfu is not None:
         sections.append(("mfu", "MFU", _mfu(report)))
     sections.append(("import", "Import statistics", _import_stats(report)))
@@ -498,7 +501,7 @@ def _kernels(report: Report) -> str:
     )
 
 
-def _ranks(report: Report) -> str:
+def _ranks(report: Report, drawn: dict[str, Any]) -> str:
     devices = report.devices
 
     def per_step(value: Callable[[DeviceBreakdown], int]) -> list[float]:
@@ -520,14 +523,121 @@ def _ranks(report: Report) -> str:
         cells = "".join(_td(format_ns(v[i]), num=True, cls=_outlier(v, i, pick)) for _, v, pick in columns)
         rows.append("<tr>" + _td(_e(device_label(d.rank, d.device))) + _td(str(d.steps), num=True) + cells + "</tr>")
     head = [("device", False), ("steps", True), *((title, True) for title, _, _ in columns)]
-    return (
+    side_by_side = (
         '<p class="lead">Mean time per step on each rank. In a synchronous job every rank waits for the slowest, '
         "so step times match: the straggler is the rank with the most compute and the least exposed communication "
         "(the others wait for it inside their collectives).</p>"
-        + _chart("chart-ranks", True, "")
+        + _chart("chart-ranks", "chart-ranks" in drawn, "No step windows to compare.")
         + _table(head, rows)
         + f'<p class="note">Per step. Highlighted where the ranks differ by more than {OUTLIER_SPREAD:.0%}: the '
         "most step time, compute, idle and idle per cause, and the least exposed communication.</p>"
+    )
+    if report.job is None:
+        return side_by_side
+    return _job(report.job, drawn) + "<h3>Step time per rank</h3>" + side_by_side
+
+
+CLOCK_METHOD_TEXT: Final = {
+    "single_clock": "one clock: the ranks come from one file",
+    "anchor": "the traces' own clock anchors (Kineto baseTimeNanoseconds, nsys session start)",
+    "collective_end": "the end of the first collective every rank shares",
+    "none": "not aligned",
+}
+
+
+def _job(job: JobAnalysis, drawn: dict[str, Any]) -> str:
+    """The job across ranks: verdict, clock alignment, skew heatmap, arrivals and the per-rank table."""
+    labels = charts.job_labels(job)
+    slow = charts.highlighted_rank(job)
+    note, _, caution = job.note.partition("; caution: ")
+    word, sep, rest = note.partition(": ")
+    if not sep or word not in ("slow rank", "slow link", "skewed", "balanced"):
+        word, rest = job.verdict.replace("_", " "), note
+    lead = f'<p class="lead"><b>{_e(word)}</b>: {_e(rest)}</p>'
+    if caution:
+        lead += f'<p class="note warn">Caution: {_e(caution)}</p>'
+    clock = job.clock
+    facts = [
+        ("clocks aligned by", CLOCK_METHOD_TEXT.get(clock.method, clock.method)),
+        ("residual skew", format_ns(clock.residual_skew_ns) if clock.residual_skew_ns is not None else "-"),
+        ("collectives matched", f"{job.collectives_total:,}"),
+        ("communication kernels", f"{job.comm_calls:,} ({job.unmatched_calls:,} unmatched)"),
+        (
+            "median arrival skew",
+            format_ns(job.median_arrival_skew_ns) if job.median_arrival_skew_ns is not None else "-",
+        ),
+        ("median transfer", format_ns(job.median_transfer_ns) if job.median_transfer_ns is not None else "-"),
+        ("waiting share of collective time", f"{100 * job.wait_share:.1f}%"),
+        ("exposed comm (median rank)", f"{100 * job.exposed_comm_share:.1f}%"),
+    ]
+    out = lead + '<dl class="metrics">' + "".join(f"<div><dt>{_e(k)}</dt><dd>{_e(v)}</dd></div>" for k, v in facts)
+    out += "</dl>"
+    if clock.method in ("collective_end", "none") and job.verdict != "no_collectives":
+        out += f'<p class="note">Clocks: {_e(clock.note)}.</p>'
+    if len(clock.offsets_ns) > 1:
+        offsets = [
+            "<tr>" + _td(_e(src), cls="name") + _td(f"{ns:,}", num=True) + "</tr>"
+            for src, ns in sorted(clock.offsets_ns.items())
+        ]
+        out += (
+            f"<details><summary>Clock offsets of {len(offsets)} sources (ns added to put them on the clock of "
+            f"<code>{_e(clock.reference or '-')}</code>)</summary>"
+            + _table([("source", False), ("offset (ns)", True)], offsets)
+            + "</details>"
+        )
+    if not job.collectives_total:
+        return out
+    more = (
+        f'<p class="note">The first {len(job.collectives):,} of {job.collectives_total:,} collectives, in time '
+        "order.</p>"
+        if job.collectives_total > len(job.collectives)
+        else ""
+    )
+    out += (
+        '<p class="lead">Each cell is how long a rank waited inside a collective for the last rank to arrive '
+        "(its kernel start to the last rank's start, on the aligned clock); the rank that arrives last waits "
+        "nothing. A rank that is always last shows as a white row among coloured ones.</p>"
+        + _chart("chart-skew", "chart-skew" in drawn, "No collectives to draw.")
+        + more
+        + _chart("chart-arrivals", "chart-arrivals" in drawn, "No collectives to draw.")
+    )
+    rows = []
+    for i, r in enumerate(job.ranks):
+        hi = "hi" if i == slow else ""
+        steps = max(r.steps, 1)
+        sign = "+" if r.compute_excess_ns_per_step >= 0 else "−"
+        rows.append(
+            "<tr>"
+            + _td(_e(labels[i] + (" (straggler)" if i == job.straggler else "")), cls=hi)
+            + _td(format_ns(r.compute_ns_per_step), num=True, cls=hi)
+            + _td(sign + format_ns(abs(r.compute_excess_ns_per_step)), num=True, cls=hi)
+            + _td(format_ns(r.exposed_comm_ns_per_step), num=True)
+            + _td(format_ns(r.exposed_wait_ns / steps), num=True)
+            + _td(f"{r.last_arrivals:,} of {r.collectives:,}", num=True, cls=hi)
+            + _td(f"{r.expected_last_arrivals:.1f}", num=True)
+            + _td(f"{r.last_arrival_bound:.2g}", num=True)
+            + _td(f"{100 * r.wait_caused_share:.1f}%", num=True, cls=hi)
+            + "</tr>"
+        )
+    head = [
+        ("device", False),
+        ("compute per step", True),
+        ("vs median", True),
+        ("exposed comm per step", True),
+        ("own wait per step", True),
+        ("arrived last", True),
+        ("by chance", True),
+        ("chance bound", True),
+        ("costs the others", True),
+    ]
+    return (
+        out
+        + _table(head, rows)
+        + '<p class="note">Own wait: the part of its waiting with none of its own compute beside it. By chance: '
+        "the last arrivals expected if every rank were equally likely to be last; chance bound: a bound on the "
+        "probability of arriving last this often by chance. Costs the others: the median, over the other ranks, "
+        "of the wait it causes them with nothing to compute, as a share of their step time. Highlighted: the "
+        "straggler, else the rank that costs the others most. Definitions in traceq's docs/multi-rank.md.</p>"
     )
 
 

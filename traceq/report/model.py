@@ -9,7 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, Gap, KernelStat, Mfu, StepBreakdown
+from traceq.analyses.model import (
+    Analysis,
+    DeviceBreakdown,
+    Finding,
+    Gap,
+    JobAnalysis,
+    KernelStat,
+    Mfu,
+    StepBreakdown,
+)
 from traceq.meta import SourceMeta
 from traceq.report.jsonschema import dataclass_schema, to_jsonable
 from traceq.stats import CategoryCount
@@ -71,7 +80,8 @@ class TimelineExcerpt:
 
 @dataclass(frozen=True)
 class Report:
-    """A trace's analysis, ready to render."""
+    """A trace's analysis, ready to render; ``job`` is the cross-rank analysis of a trace with two or
+    more devices (``docs/multi-rank.md``), null otherwise."""
 
     schema_version: int
     source: ReportSource
@@ -83,6 +93,7 @@ class Report:
     findings: tuple[Finding, ...]
     mfu: Mfu | None
     timeline: TimelineExcerpt | None
+    job: JobAnalysis | None
     analysis: Analysis = field(repr=False, compare=False)
 
     @classmethod
@@ -94,6 +105,7 @@ class Report:
         findings: tuple[Finding, ...] = (),
         mfu: Mfu | None = None,
         timeline: TimelineExcerpt | None = None,
+        job: JobAnalysis | None = None,
     ) -> Report:
         return cls(
             schema_version=REPORT_SCHEMA_VERSION,
@@ -106,6 +118,7 @@ class Report:
             findings=findings,
             mfu=mfu,
             timeline=timeline,
+            job=job,
             analysis=analysis,
         )
 

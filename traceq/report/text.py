@@ -7,10 +7,18 @@ from textwrap import wrap
 
 import click
 
-from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding
+from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding, JobAnalysis
 from traceq.report.model import Report
 
 WIDTH = 80
+JOB_ROWS = 16
+"""Ranks listed in the job block; larger jobs show those that cost the others the most."""
+CLOCK_WORDS = {
+    "single_clock": "one clock (one file)",
+    "anchor": "the traces' clock anchors",
+    "collective_end": "the end of the first shared collective",
+    "none": "not aligned",
+}
 SEVERITY_COLOURS = {"high": "red", "medium": "yellow", "low": "cyan"}
 """ANSI colours of the findings; click.echo drops them when the output is not a terminal."""
 
@@ -62,6 +70,9 @@ def render_text(report: Report) -> str:
     lines.append("")
     lines.extend(_idle_by_cause(report.devices))
     lines.append("")
+    if report.job is not None:
+        lines.extend(_job(report.job))
+        lines.append("")
     lines.extend(_findings(report.findings))
     if report.mfu is not None:
         lines.append("")
@@ -118,6 +129,46 @@ def _idle_by_cause(devices: Sequence[DeviceBreakdown]) -> list[str]:
     for d in devices:
         cells = "".join(f"{_pct(d.idle_by_cause_ns[c], d.dur_ns):>9}" for c in CAUSES)
         out.append(f"  {device_label(d):<12}{cells}")
+    return out
+
+
+def _job(job: JobAnalysis) -> list[str]:
+    """Clock alignment, collectives and arrival skew, the verdict, and one line per rank."""
+    clock = job.clock
+    residual = f", residual skew {format_ns(clock.residual_skew_ns)}" if clock.residual_skew_ns is not None else ""
+    how = clock.note if clock.method == "none" else CLOCK_WORDS.get(clock.method, clock.method)
+    out = [_heading("ranks and collectives")]
+    out.extend(f"  {line}" for line in wrap(f"clocks: {how}{residual}", WIDTH - 2))
+    if job.collectives_total:
+        skew = format_ns(job.median_arrival_skew_ns or 0)
+        out.append(
+            f"  {job.collectives_total:,} collectives matched ({job.unmatched_calls:,} of {job.comm_calls:,} calls "
+            f"unmatched); median arrival skew {skew}"
+        )
+    out.extend(f"  {line}" for line in wrap(job.note, WIDTH - 2))
+    if not job.collectives_total:
+        return out
+    out.append(f"  {'device':<12}{'compute':>10}{'vs median':>11}{'waits':>10}{'last':>10}{'chance':>8}{'costs':>8}")
+    order = list(range(len(job.ranks)))
+    if len(order) > JOB_ROWS:
+        order = sorted(order, key=lambda i: (-job.ranks[i].wait_caused_share, i))[:JOB_ROWS]
+    for i in order:
+        r = job.ranks[i]
+        label = (f"r{r.rank} " if r.rank is not None else "") + f"GPU {r.device}" + (" *" if i == job.straggler else "")
+        steps = max(r.steps, 1)
+        excess = ("+" if r.compute_excess_ns_per_step >= 0 else "-") + format_ns(abs(r.compute_excess_ns_per_step))
+        out.append(
+            f"  {label:<12}{format_ns(r.compute_ns_per_step):>10}{excess:>11}"
+            f"{format_ns(r.exposed_wait_ns / steps):>10}{f'{r.last_arrivals}/{r.collectives}':>10}"
+            f"{r.expected_last_arrivals:>8.1f}{100 * r.wait_caused_share:>7.1f}%"
+        )
+    if len(job.ranks) > JOB_ROWS:
+        out.append(f"  ({JOB_ROWS} of {len(job.ranks)} ranks: those that cost the others the most)")
+    out.append("  per step: compute, and waits (its own exposed wait in collectives); last: last")
+    out.append("  arrivals/collectives; chance: expected last arrivals; costs: the wait it")
+    out.append("  causes the others, as a share of their step time (median)")
+    if job.straggler is not None:
+        out.append("  * the straggler")
     return out
 
 

@@ -1,0 +1,74 @@
+"""The benchmark scripts still run end to end, at the smallest sizes and without HTA.
+
+Nothing is timed here: the numbers belong to ``bench/run.py`` and ``docs/performance.md``.  This
+only keeps ``bench/make_big.py``, ``bench/probes.py`` and ``bench/run.py`` from rotting.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "bench"
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    data = tmp_path_factory.mktemp("bench-data")
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "run.py"), "--preset", "smoke", "--no-hta", "--data", str(data)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=900,
+        check=False,
+    )
+    return data, done
+
+
+def test_run_measures_every_file_of_the_smoke_preset(smoke_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    data, done = smoke_run
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((data / "results-smoke.json").read_text())
+    names = {f["name"] for f in results["files"]}
+    assert {"kineto-pretty-2MB.json", "kineto-compact-2MB.json", "kineto-pretty-2MB.json.gz"} <= names
+    assert "nsys-20krows.sqlite" in names
+    for record in results["files"]:
+        assert set(record["probes"]) == {"import", "store", "cached", "report"}
+        for name, measured in record["probes"].items():
+            assert measured["error"] is None, (record["name"], name, measured["error"])
+            assert measured["wall_s"] > 0 and measured["peak_rss_bytes"] > 0
+        assert record["probes"]["cached"]["extra"]["rows"] == record["probes"]["import"]["extra"]["rows"] > 0
+    assert "| kineto-compact-2MB.json | compact |" in done.stdout
+    assert "### The columnar cache" in done.stdout
+
+
+def test_the_three_kineto_layouts_hold_the_same_document(
+    smoke_run: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    data, _ = smoke_run
+    pretty = (data / "kineto-pretty-2MB.json").read_bytes()
+    compact = (data / "kineto-compact-2MB.json").read_bytes()
+    assert compact.count(b"\n") == 1 and len(compact) < len(pretty)
+    assert json.loads(compact) == json.loads(pretty)
+    assert gzip.decompress((data / "kineto-pretty-2MB.json.gz").read_bytes()) == pretty
+
+
+def test_make_big_is_deterministic(tmp_path: Path) -> None:
+    sizes = ["--kineto-mb", "2", "--nsys-rows", "0", "--real-mb", "0"]
+    for folder in ("a", "b"):
+        subprocess.run(
+            [sys.executable, str(BENCH / "make_big.py"), "--data", str(tmp_path / folder), *sizes],
+            check=True,
+            capture_output=True,
+            cwd=REPO,
+            timeout=300,
+        )
+    for name in ("kineto-pretty-2MB.json", "kineto-compact-2MB.json", "kineto-pretty-2MB.json.gz"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name

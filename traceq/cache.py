@@ -1,0 +1,274 @@
+"""The columnar cache: each source file's imported event table, kept as Parquet until the source changes.
+
+An entry is a traceq Parquet file -- the format of :meth:`traceq.trace.Trace.to_parquet` (zstd,
+the sources and import statistics under the ``traceq`` metadata key) -- with one more metadata
+key, ``traceq.cache``, holding the :class:`SourceKey` the entry was made from.  This module moves
+tables in and out of the directory; :mod:`traceq.trace` encodes and decodes them.
+
+An entry is used only when the key of the source *as it is now* equals the stored key in every
+field, so the cache is never trusted blindly:
+
+* the source's resolved absolute path, its size and mtime (ns), and a blake2b digest of its first
+  and last MiB (an edit that keeps the size and restores the mtime still changes the digest);
+* the format it was read as (``--input-format`` can change it);
+* :data:`traceq.schema.SCHEMA_VERSION`, the traceq version, and a digest of traceq's own source
+  code, so that an upgrade -- or an edit of a development checkout -- never serves a table made by
+  other importer code.
+
+The cache speeds things up and never causes an error: a missing, unreadable, corrupt or
+mismatched entry is a miss (the source is imported again and the entry rewritten), and a cache
+directory that cannot be created or written degrades to no caching with one
+:class:`CacheWarning`.  Entries are written to a temporary file in the cache directory and renamed
+into place, so readers never see half an entry and concurrent writers cannot corrupt one.  There
+is one entry per source path (a changed source replaces its entry), named
+``<digest of the path>-<file name>.parquet``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import re
+import tempfile
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import BinaryIO
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from traceq import schema
+
+CACHE_DIR_ENV = "TRACEQ_CACHE_DIR"
+"""Environment variable naming the cache directory (``--cache-dir`` overrides it)."""
+
+ENTRY_METADATA_KEY = b"traceq.cache"
+"""Parquet key-value metadata key of an entry's :class:`SourceKey` (JSON)."""
+
+HASHED_SPAN_BYTES = 1 << 20
+"""Bytes hashed at each end of a source file (the whole file when it is at most twice this)."""
+
+_ROW_GROUP_ROWS = 1 << 18
+"""Rows per Parquet row group: small enough that a re-open decodes row groups on every core."""
+_STALE_TEMP_S = 24 * 3600.0
+_TEMP_PREFIX = ".tmp-"
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+_log = logging.getLogger(__name__)
+
+
+class CacheWarning(UserWarning):
+    """The cache directory cannot be used; traceq carries on without the cache."""
+
+
+def default_cache_dir() -> Path:
+    """``$TRACEQ_CACHE_DIR``, else ``$XDG_CACHE_HOME/traceq``, else ``~/.cache/traceq``."""
+    configured = os.environ.get(CACHE_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and Path(xdg).is_absolute():  # the XDG spec says to ignore relative values
+        return Path(xdg) / "traceq"
+    return Path.home() / ".cache" / "traceq"
+
+
+@dataclass(frozen=True)
+class SourceKey:
+    """Everything an entry depends on; an entry is used only when all fields are equal."""
+
+    path: str
+    """The source's resolved absolute path."""
+    size: int
+    mtime_ns: int
+    head_tail_blake2b: str
+    """Hex blake2b digest of the first and last :data:`HASHED_SPAN_BYTES` (and the size)."""
+    format: str
+    schema_version: int
+    traceq_version: str
+    code_blake2b: str
+    """Hex blake2b digest of traceq's ``*.py`` files."""
+
+    @classmethod
+    def of(cls, source: Path, fmt: str) -> SourceKey:
+        """The key of ``source`` as it is now, read as ``fmt``; raises :class:`OSError` if unreadable."""
+        resolved = source.resolve()
+        with resolved.open("rb") as fh:
+            stat = os.fstat(fh.fileno())
+            digest = _head_tail_digest(fh, stat.st_size)
+        return cls(
+            path=str(resolved),
+            size=stat.st_size,
+            mtime_ns=stat.st_mtime_ns,
+            head_tail_blake2b=digest,
+            format=fmt,
+            schema_version=schema.SCHEMA_VERSION,
+            traceq_version=_traceq_version(),
+            code_blake2b=_code_digest(),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    def source_unchanged(self) -> bool:
+        """Whether the source still has this key's size and mtime (cheap: one ``stat``)."""
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return False
+        return (stat.st_size, stat.st_mtime_ns) == (self.size, self.mtime_ns)
+
+
+@dataclass(frozen=True)
+class CachedTable:
+    """An entry read back: the event table and the Parquet key-value metadata, decoded as text."""
+
+    events: pl.DataFrame
+    metadata: Mapping[str, str]
+
+
+class Cache:
+    """A cache directory of imported event tables.
+
+    ``Cache(directory)`` uses that directory (created on the first write); :meth:`default` the
+    one named by ``TRACEQ_CACHE_DIR`` or the user cache directory.  :meth:`get` and :meth:`put`
+    never raise for cache problems: a bad entry is a miss, and an unwritable directory turns
+    writing off for this object, with one :class:`CacheWarning`.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory).expanduser()
+        self._writable = True
+
+    @classmethod
+    def default(cls) -> Cache:
+        """The cache in :func:`default_cache_dir` (read from the environment now)."""
+        return cls(default_cache_dir())
+
+    def __repr__(self) -> str:
+        return f"Cache({str(self.directory)!r})"
+
+    def key(self, source: Path, fmt: str) -> SourceKey | None:
+        """The key of ``source`` now, or ``None`` when it cannot be read (the importer will say why)."""
+        try:
+            return SourceKey.of(source, fmt)
+        except (OSError, RuntimeError):  # RuntimeError: a symbolic-link loop
+            return None
+
+    def entry_path(self, key: SourceKey) -> Path:
+        """Where the entry for ``key``'s source lives (one per source path)."""
+        digest = hashlib.blake2b(key.path.encode(), digest_size=12).hexdigest()
+        name = _UNSAFE_NAME.sub("_", Path(key.path).name)[:60]
+        return self.directory / f"{digest}-{name}.parquet"
+
+    def get(self, key: SourceKey) -> CachedTable | None:
+        """The entry for ``key``, or ``None`` when there is none or it is stale, unreadable or corrupt."""
+        entry = self.entry_path(key)
+        try:
+            with entry.open("rb") as fh:
+                # One open file for the key check and the read: a concurrent writer's rename
+                # cannot slip another entry in between.
+                metadata = pq.ParquetFile(fh).metadata.metadata or {}
+                stored = metadata.get(ENTRY_METADATA_KEY)
+                if stored is None or json.loads(stored) != asdict(key):
+                    _log.debug("cache miss for %s: stale entry %s", key.path, entry)
+                    return None
+                fh.seek(0)
+                events = pl.read_parquet(fh)
+            text = {k.decode(): v.decode() for k, v in metadata.items()}
+        except FileNotFoundError:
+            _log.debug("cache miss for %s: no entry", key.path)
+            return None
+        except (Exception, pl.exceptions.PanicException) as exc:  # a corrupt entry is only a miss
+            _log.debug("cache miss for %s: unreadable entry %s (%s)", key.path, entry, exc)
+            return None
+        _log.debug("cache hit for %s: %s", key.path, entry)
+        return CachedTable(events=events, metadata=text)
+
+    def put(self, key: SourceKey, table: pa.Table) -> Path | None:
+        """Store ``table`` (a traceq Parquet table with its ``traceq`` metadata) as the entry for ``key``.
+
+        Nothing is stored when the source changed while it was imported.  Returns the entry, or
+        ``None`` when nothing was stored.
+        """
+        if not self._writable:
+            return None
+        if not key.source_unchanged():
+            _log.debug("not caching %s: it changed while it was imported", key.path)
+            return None
+        entry = self.entry_path(key)
+        metadata = dict(table.schema.metadata or {})
+        metadata[ENTRY_METADATA_KEY] = key.to_json().encode()
+        tagged = table.replace_schema_metadata(metadata)
+        temp: Path | None = None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._sweep_stale_temps()
+            fd, name = tempfile.mkstemp(dir=self.directory, prefix=_TEMP_PREFIX, suffix=".parquet")
+            temp = Path(name)
+            with os.fdopen(fd, "wb") as out:
+                pq.write_table(tagged, out, compression="zstd", row_group_size=_ROW_GROUP_ROWS)
+            os.replace(temp, entry)
+        except OSError as exc:
+            if temp is not None:
+                with contextlib.suppress(OSError):
+                    temp.unlink()
+            self._writable = False
+            warnings.warn(
+                f"cache directory {self.directory} cannot be written ({exc.strerror or exc}); "
+                "continuing without the cache. Pass --cache-dir with a writable folder, set "
+                f"{CACHE_DIR_ENV}, or pass --no-cache",
+                CacheWarning,
+                stacklevel=2,
+            )
+            return None
+        _log.debug("cached %s as %s", key.path, entry)
+        return entry
+
+    def _sweep_stale_temps(self) -> None:
+        """Remove temporary files left by writers that were killed (older than a day)."""
+        cutoff = time.time() - _STALE_TEMP_S
+        for temp in self.directory.glob(f"{_TEMP_PREFIX}*"):
+            with contextlib.suppress(OSError):
+                if temp.stat().st_mtime < cutoff:
+                    temp.unlink()
+
+
+def _head_tail_digest(fh: BinaryIO, size: int) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(size.to_bytes(8, "little"))
+    if size <= 2 * HASHED_SPAN_BYTES:
+        digest.update(fh.read())
+    else:
+        digest.update(fh.read(HASHED_SPAN_BYTES))
+        fh.seek(size - HASHED_SPAN_BYTES)
+        digest.update(fh.read(HASHED_SPAN_BYTES))
+    return digest.hexdigest()
+
+
+@cache
+def _traceq_version() -> str:
+    try:
+        return importlib.metadata.version("traceq")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@cache
+def _code_digest() -> str:
+    """A digest of traceq's own ``*.py`` files: any change to the code invalidates every entry."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.blake2b(digest_size=16)
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        with contextlib.suppress(OSError):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
