@@ -198,32 +198,25 @@ def _device_results(
     return tuple(out)
 
 
+def _call_ref(row: dict[str, Any], prefix: str) -> CallRef | None:
+    """The ``<prefix>_*`` columns of a gap-table row as a :class:`CallRef` (None where unmatched)."""
+    if row[f"{prefix}_name"] is None:
+        return None
+    return CallRef(
+        name=row[f"{prefix}_name"],
+        start_ns=row[f"{prefix}_start_ns"],
+        end_ns=row[f"{prefix}_end_ns"],
+        tid=row[f"{prefix}_tid"],
+        correlation=row[f"{prefix}_correlation"],
+    )
+
+
 def _top_gaps(gap_table: pl.DataFrame, limit: int) -> tuple[Gap, ...]:
     top = gap_table.sort(["dur_ns", "rank", "device", "start_ns"], descending=[True, False, False, False]).head(limit)
     out = []
     for row in top.iter_rows(named=True):
-        launch = (
-            None
-            if row["launch_name"] is None
-            else CallRef(
-                name=row["launch_name"],
-                start_ns=row["launch_start_ns"],
-                end_ns=row["launch_end_ns"],
-                tid=row["launch_tid"],
-                correlation=row["launch_correlation"],
-            )
-        )
-        sync = (
-            None
-            if row["sync_name"] is None
-            else CallRef(
-                name=row["sync_name"],
-                start_ns=row["sync_start_ns"],
-                end_ns=row["sync_end_ns"],
-                tid=row["sync_tid"],
-                correlation=row["sync_correlation"],
-            )
-        )
+        launch = _call_ref(row, "launch")
+        sync = _call_ref(row, "sync")
         out.append(
             Gap(
                 rank=row["rank"],
