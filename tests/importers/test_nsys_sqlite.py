@@ -15,12 +15,16 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from traceq import schema
 from traceq.errors import CorruptTraceError, InputNotFoundError, UnsupportedFormatError, UnsupportedVersionError
 from traceq.importers import nsys_tables
+from traceq.importers.nsys_sort import sort_by_time
 from traceq.importers.nsys_sqlite import NOT_IMPORTED_TABLES, read_nsys_sqlite
 from traceq.importers.result import ImportResult
+from traceq.synthetic.big import write_big_nsys_sqlite
 
 SAMPLES = Path(__file__).resolve().parents[2] / ".." / "shared" / "sample_traces" / "nsys"
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.glob("*.sqlite")) or ["(no samples)"]
@@ -59,13 +63,16 @@ def stats_by_category(result: ImportResult) -> dict[str, tuple[int, int, dict[st
     return {c.category: (c.events, c.rows, dict(c.skipped)) for c in result.stats.counts}
 
 
-@pytest.fixture(params=["sqlite3", "adbc"])
+@pytest.fixture(params=["sqlite3", "adbc", "adbc-chunked"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Run a test once per reader backend; both must give the same tables."""
+    """Run a test once per reader backend, and once with ADBC reading (and the sort writing) in
+    chunks of two rows, so that every table of the tiny exports is split; all must agree."""
     if request.param == "sqlite3":
         monkeypatch.setitem(nsys_tables._ADBC, "dbapi", None)
     elif nsys_tables.reader_backend() != "adbc":
         pytest.skip("adbc-driver-sqlite is not installed; the sqlite3 backend is tested instead")
+    elif request.param == "adbc-chunked":
+        monkeypatch.setattr(nsys_tables, "CHUNK_ROWS", 2)
     yield request.param
 
 
@@ -521,6 +528,112 @@ def test_real_export_is_the_same_through_both_backends(sample: Path, monkeypatch
     plain = read_nsys_sqlite(sample)
     assert fast.events.equals(plain.events)
     assert (fast.stats, fast.meta) == (plain.stats, plain.meta)
+
+
+@pytest.mark.real
+def test_real_export_is_the_same_read_in_small_chunks(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if nsys_tables.reader_backend() != "adbc":
+        pytest.skip("adbc-driver-sqlite is not installed; only the sqlite3 backend reads, and it reads whole")
+    whole = read_nsys_sqlite(sample)
+    monkeypatch.setattr(nsys_tables, "CHUNK_ROWS", 1000)
+    chunked = read_nsys_sqlite(sample)
+    assert chunked.events.schema == whole.events.schema
+    assert as_strings(chunked).equals(as_strings(whole))
+    assert (chunked.stats, chunked.meta) == (whole.stats, whole.meta)
+
+
+def as_strings(result: ImportResult) -> pl.DataFrame:
+    """The rows with Categorical and Enum columns as strings (chunk layouts and dictionaries aside)."""
+    return frame(result).with_columns(pl.col(pl.Categorical, pl.Enum).cast(pl.String))
+
+
+# --------------------------------------------------------------------------------------------
+# reading in chunks
+
+
+def test_read_chunks_equals_one_read(tmp_path: Path) -> None:
+    if nsys_tables.reader_backend() != "adbc":
+        pytest.skip("adbc-driver-sqlite is not installed; the sqlite3 backend reads whole")
+    rows = [(i, i + 5, None if i < 4 else i % 3, f"t{i}" if i % 2 else None) for i in range(20)]
+    path = make_export(tmp_path / "t.sqlite", {"T": (("start", "end", "streamId", "text"), rows)})
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM T WHERE start IN (6, 7, 13)")  # rowid gaps
+    conn.commit()
+    conn.close()
+    spec = {"start": nsys_tables.INT, "streamId": nsys_tables.INT, "absent": nsys_tables.INT}
+    db = nsys_tables.open_export(path)
+    try:
+        pieces = list(db.read_chunks("T", spec, chunk_rows=3))
+        whole = db.read("T", spec)
+    finally:
+        db.close()
+    assert len(pieces) > 4
+    assert all(p.schema == whole.schema for p in pieces)
+    assert pl.concat(pieces).equals(whole)
+    assert whole["start"].to_list() == [i for i in range(20) if i not in (6, 7, 13)]
+
+
+def test_unresolved_names_are_counted_over_all_chunks(tmp_path: Path, backend: str) -> None:
+    kernels = [
+        (10 * i, 10 * i + 5, 0, 1, 0, 7, i, GPID, 50 + i, 50 + i, None, 1, 1, 1, 1, 1, 1, 8, 0, 0, 1) for i in range(7)
+    ]
+    path = make_export(
+        tmp_path / "names.sqlite",
+        {"StringIds": (("id INTEGER PRIMARY KEY", "value TEXT"), [(1, "x")]), KERNEL: (KERNEL_COLS, kernels)},
+    )
+    result = read_nsys_sqlite(path)
+    assert "7 kernels have no name in StringIds" in result.meta.warnings
+    assert sum("have no name" in w for w in result.meta.warnings) == 1
+    assert frame(result)["name"].cast(pl.String).unique().to_list() == ["[unresolved kernel name]"]
+
+
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), max_size=9),
+        min_size=1,
+        max_size=4,
+    ),
+    st.integers(1, 5),
+)
+@settings(max_examples=60, deadline=None)
+def test_sort_by_time_is_a_stable_sort_by_start_then_end(tables: list[list[tuple[int, int]]], chunk: int) -> None:
+    parts = [
+        pl.DataFrame(
+            {
+                "start_ns": [s for s, _ in rows],
+                "end_ns": [s + d for s, d in rows],
+                "tag": [f"{t}.{i}" for i in range(len(rows))],
+                "none": [None] * len(rows),
+            },
+            schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "tag": pl.String, "none": pl.Int32},
+        )
+        for t, rows in enumerate(tables)
+    ]
+    expected = pl.concat(parts).sort("start_ns", "end_ns", maintain_order=True)
+    old = nsys_tables.CHUNK_ROWS
+    nsys_tables.CHUNK_ROWS = chunk  # type: ignore[misc]
+    try:
+        got = sort_by_time(list(parts))
+    finally:
+        nsys_tables.CHUNK_ROWS = old  # type: ignore[misc]
+    assert got.equals(expected)
+
+
+def test_big_synthetic_export_repeats_its_base_steps(tmp_path: Path) -> None:
+    base = read_nsys_sqlite(write_big_nsys_sqlite(tmp_path / "base.sqlite", 1, base_steps=2, layers=1))
+    big = read_nsys_sqlite(write_big_nsys_sqlite(tmp_path / "big.sqlite", 3000, base_steps=2, layers=1))
+    counts = {k: n for k, n in frame(base).group_by("kind").len().iter_rows()}
+    copies = big.events.num_rows // base.events.num_rows
+    assert copies > 1 and big.events.num_rows == copies * base.events.num_rows
+    assert {k: n for k, n in frame(big).group_by("kind").len().iter_rows()} == {
+        k: copies * n for k, n in counts.items()
+    }
+    df = frame(big)
+    steps = df.filter(pl.col("name").cast(pl.String).str.starts_with("ProfilerStep#"))
+    assert steps["name"].cast(pl.String).to_list() == [f"ProfilerStep#{2 + i}" for i in range(2 * copies)]
+    api = df.filter(pl.col("kind") == "cuda_api")
+    assert api["correlation"].n_unique() == api.height  # ids stay unique across the copies
+    assert df.filter(pl.col("kind") == "gpu_sync")["name"].cast(pl.String).str.starts_with("cuda").all()
 
 
 # --------------------------------------------------------------------------------------------

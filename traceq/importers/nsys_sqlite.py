@@ -2,8 +2,10 @@
 
 :func:`read_nsys_sqlite` opens the file read-only, introspects which tables and columns this export
 has (any table may be missing; columns differ between nsys 2021 and 2026; ``_V<n>`` table names
-stand in for missing bare ones), reads whole columns into polars, converts each table
-(:mod:`traceq.importers.nsys_convert`), and accounts for every source row in the
+stand in for missing bare ones), reads whole columns into polars (the large tables in chunks, read
+ahead on a few threads: :meth:`~traceq.importers.nsys_tables.ExportDb.read_chunks`), converts each
+chunk (:mod:`traceq.importers.nsys_convert`), sorts the result by time
+(:mod:`traceq.importers.nsys_sort`), and accounts for every source row in the
 :class:`~traceq.stats.ImportStats`:
 
 ==================================== ============ =============================================
@@ -29,7 +31,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
-import numpy as np
 import polars as pl
 
 from traceq import schema
@@ -61,8 +62,9 @@ from traceq.importers.nsys_convert import (
     convert_syncs,
     copy_kinds_from_enum,
 )
+from traceq.importers.nsys_sort import sort_by_time
 from traceq.importers.nsys_strings import StringLookup
-from traceq.importers.nsys_tables import CHUNK_ROWS, ExportDb, open_export
+from traceq.importers.nsys_tables import ExportDb, open_export
 from traceq.importers.result import ImportResult
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.stats import CategoryCount, ImportStats
@@ -106,9 +108,6 @@ _CHUNKED: Final = (
     (MEMSET, MEMSET_COLUMNS),
     (RUNTIME, RUNTIME_COLUMNS),
 )
-# Ties keep their order of appearance (tables in a fixed order, rows in file order), which is
-# deterministic for a given file; more sort keys cost a third of the import time on large files.
-_SORT_KEYS: Final = ("start_ns", "end_ns")
 
 
 def read_nsys_sqlite(path: Path) -> ImportResult:
@@ -200,7 +199,10 @@ class _Import:
             self.warnings.insert(0, "no GPU activity in this capture (no kernels, memcpys or memsets)")
         events = self._events()
         meta = self._meta(info, events)
-        return ImportResult(events=events.to_arrow(), stats=ImportStats.of(self.counts), meta=meta)
+        # One dictionary per column for all chunks (polars writes each chunk's own), as Arrow
+        # consumers such as the IPC file format expect (it remaps the Categorical columns' indices).
+        table = events.to_arrow().unify_dictionaries()
+        return ImportResult(events=table, stats=ImportStats.of(self.counts), meta=meta)
 
     def _check_is_nsys(self) -> None:
         markers = ("StringIds", KERNEL, RUNTIME, NVTX, MEMCPY, MEMSET, SYNC, GRAPH_TRACE)
@@ -351,33 +353,3 @@ def _sync_correlations(sync_raw: pl.DataFrame | None) -> pl.Series | None:
     if sync_raw is None:
         return None
     return sync_raw["correlationId"].drop_nulls().unique().implode()
-
-
-def sort_by_time(parts: list[pl.DataFrame]) -> pl.DataFrame:
-    """The frames of ``parts`` (emptied) as one frame sorted by start then end, stable.
-
-    Built one column at a time, each column's unsorted pieces freed before its sorted copy is
-    written, in chunks of :data:`CHUNK_ROWS` rows: the same sizes as the pieces just freed, so the
-    allocator reuses their memory and a sorted copy of the table never exists beside the whole
-    unsorted one (all columns share one chunk layout, so Arrow export copies nothing).
-    """
-    names = parts[0].columns
-    height = sum(p.height for p in parts)
-    keys = [np.concatenate([p.get_column(k).to_numpy() for p in parts]) for k in reversed(_SORT_KEYS)]
-    # A stable lexicographic argsort (numpy's lexsort) is ~3x faster than polars' multi-key one.
-    order = pl.Series(np.lexsort(keys).astype(np.uint32 if height < 1 << 32 else np.uint64))
-    del keys
-    bounds = [(lo, min(CHUNK_ROWS, height - lo)) for lo in range(0, max(height, 1), CHUNK_ROWS)]
-    columns = []
-    for name in names:
-        whole = pl.concat([p.get_column(name) for p in parts], rechunk=True)
-        parts[:] = [p.drop(name) for p in parts]  # this column's pieces are free now
-        if whole.null_count() == height:  # all null: any order is the same; slices copy nothing
-            pieces = [whole.slice(lo, n) for lo, n in bounds]
-        else:
-            pieces = [whole.gather(order.slice(lo, n)) for lo, n in bounds]
-        del whole
-        columns.append(pl.concat(pieces, rechunk=False))
-        del pieces
-    parts.clear()
-    return pl.DataFrame(columns)

@@ -133,13 +133,15 @@ class ExportDb:
             return pl.select(missing).select(list(spec)) if missing else frame
         return frame.with_columns(missing).select(list(spec))
 
-    def read_chunks(self, table: str, spec: ColumnSpec, chunk_rows: int = CHUNK_ROWS) -> Iterator[pl.DataFrame]:
-        """:meth:`read` in consecutive pieces of at most ``chunk_rows`` rows, in file order.
+    def read_chunks(self, table: str, spec: ColumnSpec, chunk_rows: int | None = None) -> Iterator[pl.DataFrame]:
+        """:meth:`read` in consecutive pieces of at most ``chunk_rows`` (default :data:`CHUNK_ROWS`)
+        rows, in file order.
 
         Pieces are ``rowid`` ranges, read ahead in parallel through ADBC; a table without usable
         rowids (a view, ``WITHOUT ROWID``, very sparse ids) or the ``sqlite3`` backend reads whole.
         Concatenated, the pieces equal :meth:`read`'s frame.
         """
+        chunk_rows = chunk_rows or CHUNK_ROWS
         present = set(self.columns(table))
         selected = {name: dtype for name, dtype in spec.items() if name in present}
         bounds = self._rowid_bounds(table, chunk_rows) if selected and _adbc_available() else None
@@ -234,7 +236,7 @@ class _ChunkReaders:
 
     def __init__(self, uri: str) -> None:
         self.uri = uri
-        self.threads = max(1, min(_MAX_READ_THREADS, len(os.sched_getaffinity(0))))
+        self.threads = max(1, min(_MAX_READ_THREADS, _usable_cpus()))
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="traceq-nsys")
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -244,9 +246,8 @@ class _ChunkReaders:
         """Each query's frame (None where it holds invalid UTF-8), in order; at most
         ``threads + 1`` results wait in memory at a time."""
         pending: deque[Future[pl.DataFrame | None]] = deque()
-        queued = iter(sqls)
         try:
-            for sql in queued:
+            for sql in sqls:
                 pending.append(self._pool.submit(self._read, sql, spec))
                 if len(pending) > self.threads:
                     yield pending.popleft().result()
@@ -268,6 +269,12 @@ class _ChunkReaders:
         self._pool.shutdown(wait=True, cancel_futures=True)
         for conn in self._connections:
             conn.close()
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def open_export(path: Path) -> ExportDb:
