@@ -1,25 +1,34 @@
-"""Time the multi-rank map step (``traceq.parallel.import_sources``) and print a markdown table.
+"""Time the multi-rank map step and the report of a job, and print a markdown table.
 
-    python bench/bench_scaling.py                                  # 8 16 32 64 ranks, both formats
+    python bench/bench_scaling.py                                  # import: 8 16 32 64 ranks, both formats
     python bench/bench_scaling.py --ranks 8 16 --formats nsys --steps 48 --layers 32
+    python bench/bench_scaling.py --what report --formats nsys     # the report: whole table vs rank by rank
 
 One job of ``max(--ranks)`` ranks is generated (``traceq.synthetic``; ``--steps`` steps of
 ``--layers`` layers cycling through two simulated step templates) into ``--work-dir``, once per
-format, and kept there for later runs; a row with R ranks imports the first R files.
+format, and kept there for later runs; a row with R ranks uses the first R files.
 
-Each cell is measured in a fresh Python process, so that its peak RSS is its own:
+Each cell is measured in a fresh Python process, so that its peak RSS is its own.  ``--what
+import`` (``traceq.parallel.import_sources``, the columnar cache off, so every run imports afresh):
 
 - ``jobs=1``: ``import_sources(files, jobs=1)``, in the driver;
 - ``jobs=2``: a spawned two-process pool (its start-up is inside the timed call);
 - ``dask``: a ``LocalCluster`` of 2 single-threaded worker processes, started before the timer.
 
-Wall time is ``time.perf_counter`` around the call; CPU time (jobs=1, jobs=2) is user + system
-time of the driver and its joined pool workers.  Memory is each process's high-water mark
-(``VmHWM`` in ``/proc/<pid>/status``, Linux only; unlike ``ru_maxrss`` it is not inherited from
-the parent across fork and exec): the driver's own (it holds every rank's table at the end), the
-largest pool worker's (sampled every 20 ms while the pool runs; the mark only grows) or the
-largest Dask worker's (``client.run``).  ``base`` is the driver's resident size just before the
-call.  The columnar cache is switched off, so every run imports afresh.
+``--what report`` (each cell with an empty cache directory of its own, as a first report of a job):
+
+- ``whole``: ``traceq.report(traceq.load(files, jobs=1))``, the whole table in the driver;
+- ``ranks1``: ``traceq.report(files, jobs=1)``, rank by rank in the driver;
+- ``ranks2``: ``traceq.report(files, jobs=2)``, rank by rank on a spawned two-process pool;
+- ``ranksdask``: ``traceq.report(files, client=client)``, rank by rank on a ``LocalCluster`` of 2
+  single-threaded worker processes (started before the timer; the workers share the cell's cache).
+
+Wall time is ``time.perf_counter`` around the call; CPU time is user + system time of the driver
+and its joined pool workers.  Memory is each process's high-water mark (``VmHWM`` in
+``/proc/<pid>/status``, Linux only; unlike ``ru_maxrss`` it is not inherited from the parent
+across fork and exec): the driver's own, the largest pool worker's (sampled every 20 ms while
+the pool runs; the mark only grows) or the largest Dask worker's (``client.run``).  ``base`` is
+the driver's resident size just before the call.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 MODES = ("jobs1", "jobs2", "dask")
+REPORT_MODES = ("whole", "ranks1", "ranks2", "ranksdask")
 SUFFIX = {"kineto": ".pt.trace.json.gz", "nsys": ".nsys.sqlite"}
 
 
@@ -175,6 +185,83 @@ def measure(mode: str, files: list[Path]) -> dict[str, Any]:
     }
 
 
+def measure_report(mode: str, files: list[Path]) -> dict[str, Any]:
+    """One report cell, in this (fresh) process, with a fresh cache directory."""
+    import tempfile
+
+    import traceq
+    from traceq.cache import Cache
+
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="traceq-bench-cache-") as folder:
+        cache = Cache(folder)
+        if mode == "ranksdask":
+            import dask
+            from distributed import Client, LocalCluster
+
+            # The workers' sampling profiler can pin a buffer the Kineto fast path resizes (docs/scaling.md).
+            with (
+                dask.config.set({"distributed.worker.profile.enabled": False}),
+                LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+                Client(cluster, set_as_default=False) as client,
+            ):
+                base = status_mb("VmRSS")
+                cpu0 = cpu_s()
+                t0 = time.perf_counter()
+                report = traceq.report(files, client=client, cache=cache)
+                wall = time.perf_counter() - t0
+                worker = max(client.run(peak_mb).values())
+            table_mb = 0.0
+        else:
+            base = status_mb("VmRSS")
+            cpu0 = cpu_s()
+            t0 = time.perf_counter()
+            with ChildPeaks() as children:
+                if mode == "whole":
+                    trace = traceq.load(files, jobs=1, cache=cache)
+                    report = traceq.report(trace)
+                    table_mb = trace.events.estimated_size() / 1e6
+                    del trace
+                else:
+                    report = traceq.report(files, jobs=1 if mode == "ranks1" else 2, cache=cache)
+                    table_mb = 0.0
+            wall = time.perf_counter() - t0
+            worker = children.largest()
+    job = report.job
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu_s() - cpu0,  # the driver and its pool; not the Dask workers
+        "driver_peak_mb": peak_mb(),
+        "driver_base_mb": base,
+        "worker_peak_mb": worker,
+        "table_mb": table_mb,
+        "verdict": None if job is None else job.verdict,
+        "findings": [f.id for f in report.findings],
+        "loadavg_before": load_before,
+    }
+
+
+def report_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| format | ranks | on disk (GB) | table (GB) | wall s: whole table / by rank jobs=1 / jobs=2 / dask "
+        "| driver peak MB: whole / by rank jobs=1 / jobs=2 / dask (base) | worker peak MB: jobs=2 / dask "
+        "| load avg |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        cells = [r["cells"][m] for m in REPORT_MODES]
+        whole, _, two, dsk = cells
+        loads = [c["loadavg_before"] for c in cells]
+        walls = " / ".join(f"{c['wall_s']:.1f}" for c in cells)
+        peaks = " / ".join(f"{c['driver_peak_mb']:.0f}" for c in cells)
+        lines.append(
+            f"| {r['format']} | {r['ranks']} | {r['disk_bytes'] / 1e9:.3f} | {whole['table_mb'] / 1e3:.3f} "
+            f"| {walls} | {peaks} ({whole['driver_base_mb']:.0f}) "
+            f"| {two['worker_peak_mb']:.0f} / {dsk['worker_peak_mb']:.0f} | {min(loads):.1f}-{max(loads):.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def idle_worker_mb() -> float:
     """Peak RSS of a process that only imported traceq: the floor of every pool worker."""
     code = "import re, traceq.trace; print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])"
@@ -185,7 +272,7 @@ def idle_worker_mb() -> float:
 def run_cell(mode: str, files: list[Path]) -> dict[str, Any]:
     listing = json.dumps([str(f) for f in files])
     out = subprocess.run(
-        [sys.executable, __file__, "--measure", mode],
+        [sys.executable, __file__, "--measure-report" if mode in REPORT_MODES else "--measure", mode],
         input=listing,
         capture_output=True,
         text=True,
@@ -234,15 +321,20 @@ def main() -> None:
     parser.add_argument("--formats", nargs="+", choices=sorted(SUFFIX), default=["kineto", "nsys"])
     parser.add_argument("--steps", type=int, default=24)
     parser.add_argument("--layers", type=int, default=16)
-    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--what", choices=("import", "report"), default="import")
+    parser.add_argument("--modes", nargs="+", choices=MODES + REPORT_MODES, help="default: every mode of --what")
     parser.add_argument("--work-dir", type=Path, default=Path("/tmp/traceq-bench-scaling"))
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
     parser.add_argument("--measure", choices=MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--measure-report", choices=REPORT_MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.measure:
+    if args.measure or args.measure_report:
         files = [Path(p) for p in json.loads(sys.stdin.read())]
-        print(json.dumps(measure(args.measure, files)))
+        cell = measure(args.measure, files) if args.measure else measure_report(args.measure_report, files)
+        print(json.dumps(cell))
         return
+    every = REPORT_MODES if args.what == "report" else MODES
+    args.modes = args.modes or list(every)
 
     rows = []
     for fmt in args.formats:
@@ -262,6 +354,8 @@ def main() -> None:
     )
     if set(args.modes) == set(MODES):
         print(table(rows))
+    elif set(args.modes) == set(REPORT_MODES):
+        print(report_table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2, sort_keys=True))
 

@@ -10,7 +10,9 @@ counted.  Peak RSS is not measured here: the parent reads it from ``os.wait4`` o
 Probes (the traceq ones run in traceq's environment; ``hta`` and ``pandas`` in bench/.venv-hta):
 
 * ``idle``    -- import traceq and do nothing: the baseline RSS of an interpreter with traceq;
-* ``import``  -- ``traceq.load(TRACE, cache=False)``: rows, and the GPU activity and API rows;
+* ``import``  -- ``traceq.load(TRACE, cache=False)``: rows, the GPU activity and API rows, and the
+  size of the imported columns (polars' ``estimated_size``);
+* ``import-1core`` -- the same, pinned to one CPU with polars on one thread;
 * ``store``   -- ``traceq.load(TRACE, cache=Cache(DIR))`` on an empty cache: import plus writing the entry;
 * ``cached``  -- the same on the filled cache; fails unless it was served without importing;
 * ``report``  -- a cached load (not timed), then ``traceq.report`` (analysis, findings, timeline)
@@ -27,6 +29,7 @@ import argparse
 import gzip
 import importlib
 import json
+import os
 import resource
 import sys
 import time
@@ -52,6 +55,7 @@ def _rows(trace: Any) -> dict[str, Any]:
         "rows": int(trace.events.height),
         "activity_rows": int(counts["kernel"] + counts["memcpy"] + counts["memset"] + counts["cuda_api"]),
         "warnings": len(trace.meta.warnings),
+        "table_bytes": int(trace.events.estimated_size()),
     }
 
 
@@ -65,6 +69,14 @@ def probe_import(trace: Path, args: argparse.Namespace) -> dict[str, Any]:
     import traceq
 
     return _timed(lambda: _rows(traceq.load(trace, cache=False)))
+
+
+def probe_import_one_core(trace: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``import`` held to one core: this process pinned to one CPU and polars to one thread (set
+    before polars is imported), so the scanner's helper thread and polars share that core."""
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    os.environ["POLARS_MAX_THREADS"] = "1"
+    return probe_import(trace, args)
 
 
 def probe_store(trace: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -150,6 +162,7 @@ def probe_pandas(trace: Path, args: argparse.Namespace) -> dict[str, Any]:
 PROBES: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {
     "idle": probe_idle,
     "import": probe_import,
+    "import-1core": probe_import_one_core,
     "store": probe_store,
     "cached": probe_cached,
     "report": probe_report,

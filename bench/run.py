@@ -215,6 +215,7 @@ def bench_file(
 
     print(f"{record.name} ({record.bytes / MB:,.1f} MB)", file=sys.stderr, flush=True)
     step("import", probe(python, "import", path, repeat=repeat, timeout_s=timeout_s))
+    step("1 core", probe(python, "import-1core", path, repeat=repeat, timeout_s=timeout_s))
     stores = []
     for _ in range(repeat):
         shutil.rmtree(cache_dir, ignore_errors=True)
@@ -298,9 +299,10 @@ def _cell(measured: Measured | None, digits: int = 2) -> str:
 
 def kineto_table(results: Sequence[FileResult]) -> str:
     header = (
-        "| file | layout | MB on disk | MB of JSON | rows | import s | CPU s | MB/s | rows/s | peak RSS MiB "
-        "| RSS ÷ JSON | cached open s | report s | HTA s | HTA peak MiB | × faster than HTA | pandas s |\n"
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+        "| file | layout | MB on disk | MB of JSON | rows | import s | CPU s | MB/s | MB/s on 1 core | rows/s "
+        "| peak RSS MiB | RSS ÷ JSON | cached open s | report s | HTA s | HTA peak MiB | × faster than HTA "
+        "| pandas s |\n"
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
     )
     rows = []
     for r in results:
@@ -314,7 +316,8 @@ def kineto_table(results: Sequence[FileResult]) -> str:
         rows.append(
             f"| {r.name} | {r.layout} | {r.bytes / MB:,.0f} | {json_bytes / MB:,.0f} | "
             f"{'–' if n_rows is None else f'{n_rows:,}'} | {_cell(imp)} | {_num(imp.cpu_s if imp else None)} | "
-            f"{_num(_speed(json_bytes, imp), 0)} | {_rate(n_rows, imp)} | {_mb(rss)} | "
+            f"{_num(_speed(json_bytes, imp), 0)} | {_num(_speed(json_bytes, r.probes.get('1 core')), 0)} | "
+            f"{_rate(n_rows, imp)} | {_mb(rss)} | "
             f"{_num(rss / json_bytes if rss else None, 1)} | {_cell(r.probes.get('cached'), 3)} | "
             f"{_cell(r.probes.get('report'))} | {_cell(hta)} | {_mb(hta.peak_rss_bytes if hta else None)} | "
             f"{_num(ratio, 1)} | {_cell(r.probes.get('pandas'))} |"
@@ -328,11 +331,11 @@ def _rate(count: int | None, measured: Measured | None) -> str:
     return f"{count / measured.wall_s:,.0f}"
 
 
-def nsys_table(results: Sequence[FileResult]) -> str:
+def nsys_table(results: Sequence[FileResult], idle_rss: int | None) -> str:
     header = (
-        "| file | MB | rows | activity rows | import s | CPU s | activity rows/s | peak RSS MiB | cached open s "
-        "| report s | render s |\n"
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+        "| file | MB | rows | activity rows | import s | CPU s | activity rows/s | rows/s on 1 core | table MiB "
+        "| peak RSS MiB | RSS ÷ table | (RSS − idle) ÷ table | cached open s | report s | render s |\n"
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
     )
     rows = []
     for r in results:
@@ -342,11 +345,15 @@ def nsys_table(results: Sequence[FileResult]) -> str:
         n_rows = imp.extra.get("rows") if imp else None
         activity = imp.extra.get("activity_rows") if imp else None
         render = rep.extra.get("render_s") if rep and rep.error is None else None
+        table = imp.extra.get("table_bytes") if imp else None
+        rss = imp.peak_rss_bytes if imp else None
+        over = (rss - idle_rss) / table if rss and idle_rss and table else None
         rows.append(
             f"| {r.name} | {r.bytes / MB:,.0f} | {'–' if n_rows is None else f'{n_rows:,}'} | "
             f"{'–' if activity is None else f'{activity:,}'} | {_cell(imp)} | {_num(imp.cpu_s if imp else None)} | "
-            f"{_rate(activity, imp)} | {_mb(imp.peak_rss_bytes if imp else None)} | "
-            f"{_cell(r.probes.get('cached'), 3)} | {_cell(rep)} | {_num(render)} |"
+            f"{_rate(activity, imp)} | {_rate(activity, r.probes.get('1 core'))} | {_mb(table)} | {_mb(rss)} | "
+            f"{_num(rss / table if rss and table else None)} | "
+            f"{_num(over)} | {_cell(r.probes.get('cached'), 3)} | {_cell(rep)} | {_num(render)} |"
         )
     return header + "\n".join(rows) + "\n" if rows else ""
 
@@ -418,7 +425,7 @@ def render_markdown(results: Sequence[FileResult], info: dict[str, Any], preset:
     ]
     for title, table in (
         ("### Kineto JSON import, next to HTA 0.5.0", kineto_table(results)),
-        ("### nsys SQLite import and the full report", nsys_table(results)),
+        ("### nsys SQLite import and the full report", nsys_table(results, idle)),
         ("### The columnar cache", cache_table(results)),
         ("### Scaling", scaling_table(results)),
     ):

@@ -40,7 +40,7 @@ def test_run_measures_every_file_of_the_smoke_preset(smoke_run: tuple[Path, subp
     assert {"kineto-pretty-2MB.json", "kineto-compact-2MB.json", "kineto-pretty-2MB.json.gz"} <= names
     assert "nsys-20krows.sqlite" in names
     for record in results["files"]:
-        assert set(record["probes"]) == {"import", "store", "cached", "report"}
+        assert set(record["probes"]) == {"import", "1 core", "store", "cached", "report"}
         for name, measured in record["probes"].items():
             assert measured["error"] is None, (record["name"], name, measured["error"])
             assert measured["wall_s"] > 0 and measured["peak_rss_bytes"] > 0

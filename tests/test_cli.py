@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import traceq
 from traceq.cli import cli
 
 from .builders import api, kernel, memcpy, step, trace
@@ -107,6 +108,7 @@ def test_convert_to_parquet_round_trips(parquet: Path, tmp_path: Path) -> None:
 
 
 def test_jobs_do_not_change_the_report(samples: Path, tmp_path: Path) -> None:
+    """A directory of ranks is reported rank by rank: the JSON of the job loaded whole, any --jobs."""
     outputs = []
     for jobs in ("1", "2"):
         out = tmp_path / f"r{jobs}.json"
@@ -114,4 +116,5 @@ def test_jobs_do_not_change_the_report(samples: Path, tmp_path: Path) -> None:
         code, _, err = run(*args)
         assert code == 0, err
         outputs.append(json.loads(out.read_text()))
-    assert outputs[0] == outputs[1]
+    loaded = traceq.report(traceq.load(samples / "ranks")).to_dict()
+    assert outputs[0] == outputs[1] == json.loads(json.dumps(loaded))

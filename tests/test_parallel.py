@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+import traceq
 import traceq.trace
 from traceq import parallel
 from traceq.errors import InvalidArgumentError, TraceqError, UnsupportedFormatError
@@ -119,6 +120,42 @@ def test_pool_results_combine_to_the_same_job(job_files: list[Path], reference: 
 
 def test_dask_matches_in_process(dask_client: Any, job_files: list[Path], reference: list[Trace]) -> None:
     assert_same(import_sources(job_files, client=dask_client), reference)
+
+
+# --------------------------------------------------------------------------- the report, rank by rank
+
+
+def jobs_of(job_files: list[Path]) -> dict[str, list[Path]]:
+    """The shipped 4-rank job and the generated 8-rank job in both formats."""
+    return {"shipped": job_files[:4], "kineto": job_files[4:12], "nsys": job_files[12:]}
+
+
+@pytest.fixture(scope="module")
+def report_reference(job_files: list[Path]) -> dict[str, str]:
+    """The JSON report of each job, from its whole table in memory."""
+    return {name: report_json(traceq.report(traceq.load(files))) for name, files in jobs_of(job_files).items()}
+
+
+def report_json(report: traceq.Report) -> str:
+    return json.dumps(report.to_dict(), sort_keys=True)
+
+
+def test_the_report_by_rank_is_the_same_in_process_and_on_the_pool(
+    job_files: list[Path], report_reference: dict[str, str]
+) -> None:
+    for name, files in jobs_of(job_files).items():
+        assert report_json(traceq.report(files, jobs=1)) == report_reference[name], name
+        assert report_json(traceq.report(files, jobs=2, cache=False)) == report_reference[name], name
+
+
+def test_the_report_by_rank_is_the_same_on_dask(
+    dask_client: Any, job_files: list[Path], report_reference: dict[str, str]
+) -> None:
+    jobs = jobs_of(job_files)
+    assert report_json(traceq.report(jobs["shipped"], client=dask_client)) == report_reference["shipped"]
+    assert report_json(traceq.report(jobs["kineto"], client=dask_client, cache=False)) == report_reference["kineto"]
+    address = dask_client.scheduler.address
+    assert report_json(traceq.report(jobs["nsys"], scheduler=address)) == report_reference["nsys"]
 
 
 def test_dask_by_scheduler_address(dask_client: Any, job_files: list[Path], reference: list[Trace]) -> None:
@@ -234,7 +271,7 @@ def _finished(value: object) -> Callable[[], object]:
 
 def test_collecting_waits_for_earlier_files_before_raising() -> None:
     """Completion order 2 (fails), 0, 1 (fails): file 1's error is raised, as jobs=1 would."""
-    trace = parallel._Imported(traceq.trace.load(SAMPLES / "ranks" / "rank0.pt.trace.json.gz"))
+    trace = parallel._Done(traceq.trace.load(SAMPLES / "ranks" / "rank0.pt.trace.json.gz"))
     paths = [Path("a"), Path("b"), Path("c")]
     done = [(2, _finished(ValueError("c"))), (0, _finished(trace)), (1, _finished(KeyError("b")))]
     with pytest.raises(KeyError, match="b"):

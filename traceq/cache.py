@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Final
 
 import polars as pl
 import pyarrow as pa
@@ -95,7 +95,7 @@ class SourceKey:
     schema_version: int
     traceq_version: str
     code_blake2b: str
-    """Hex blake2b digest of traceq's ``*.py`` files."""
+    """Hex blake2b digest of traceq's code: its ``*.py`` files and its compiled modules."""
 
     @classmethod
     def of(cls, source: Path, fmt: str) -> SourceKey:
@@ -262,12 +262,16 @@ def _traceq_version() -> str:
         return "unknown"
 
 
+_CODE_SUFFIXES: Final = frozenset({".py", ".c", ".so", ".pyd"})
+
+
 @cache
 def _code_digest() -> str:
-    """A digest of traceq's own ``*.py`` files: any change to the code invalidates every entry."""
+    """A digest of traceq's own code (``*.py`` files and compiled modules, the scanner of the Kineto
+    fast path among them): any change to the code invalidates every entry."""
     root = Path(__file__).resolve().parent
     digest = hashlib.blake2b(digest_size=16)
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(p for p in root.rglob("*") if p.suffix in _CODE_SUFFIXES):
         digest.update(str(path.relative_to(root)).encode() + b"\0")
         with contextlib.suppress(OSError):
             digest.update(path.read_bytes())

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -297,6 +298,8 @@ def report(
     """Where the step time went, and why: findings, per-step breakdown, idle gaps and their causes.
 
     Prints a summary and writes a self-contained HTML report (or JSON/text, by the -o suffix).
+    Several files (a job's ranks) are reported rank by rank: each worker loads and summarises one
+    rank, so no process holds more than one rank's events.
     """
     outputs: list[Path] = []
     if output is not None:
@@ -320,16 +323,21 @@ def report(
             flops_per_step=flops_per_step,
             recompute=recompute,
         )
-    trace = _load(paths, input_format, cache_dir, no_cache)
-    result = api.report(
-        trace,
-        step_pattern=step_pattern,
-        max_gaps=max_gaps,
-        top_kernels=top_kernels,
-        model=model,
-        gpus=gpus,
-        peak_tflops=peak_tflops,
-    )
+    with _loading(paths) as meta:
+        # Several files are reported rank by rank: no process holds more than one rank's table.
+        result = api.report(
+            list(paths),
+            step_pattern=step_pattern,
+            max_gaps=max_gaps,
+            top_kernels=top_kernels,
+            model=model,
+            gpus=gpus,
+            peak_tflops=peak_tflops,
+            fmt=input_format,
+            cache=_cache(cache_dir, no_cache),
+            jobs=meta.get("traceq.jobs"),
+            scheduler=meta.get("traceq.scheduler"),
+        )
     click.echo(render_text(result), nl=False)
     for path in outputs:
         _write(path, renderer_for(path, cdn=cdn).render(result))
@@ -346,28 +354,35 @@ def _write(path: Path, text: str) -> None:
 
 
 def _load(paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool) -> api.Trace:
+    with _loading(paths) as meta:
+        return api.load(
+            list(paths),
+            fmt=input_format,
+            cache=_cache(cache_dir, no_cache),
+            jobs=meta.get("traceq.jobs"),
+            scheduler=meta.get("traceq.scheduler"),
+        )
+
+
+def _cache(cache_dir: Path | None, no_cache: bool) -> Cache | bool:
     if no_cache and cache_dir is not None:
         raise InvalidArgumentError("pass --cache-dir or --no-cache, not both")
-    cache: Cache | bool = not no_cache
-    if cache_dir is not None:
-        cache = Cache(cache_dir)
+    return Cache(cache_dir) if cache_dir is not None else not no_cache
+
+
+@contextmanager
+def _loading(paths: tuple[Path, ...]) -> Iterator[dict[str, Any]]:
+    """Around loading ``paths``: the progress line, and cache warnings as one line each on stderr.
+    Yields the context's loading options (``traceq.jobs``, ``traceq.scheduler``)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheWarning)
         with import_progress(list(paths)):
-            meta = click.get_current_context().meta
-            trace = api.load(
-                list(paths),
-                fmt=input_format,
-                cache=cache,
-                jobs=meta.get("traceq.jobs"),
-                scheduler=meta.get("traceq.scheduler"),
-            )
+            yield click.get_current_context().meta
     for warning in caught:
         if issubclass(warning.category, CacheWarning):
             click.echo(f"traceq: warning: {warning.message}", err=True)
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-    return trace
 
 
 def _check_output(path: Path, force: bool) -> None:

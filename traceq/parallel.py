@@ -1,11 +1,16 @@
-"""The map step of a multi-rank import: each source file imported by one worker, in parallel.
+"""The map step of a multi-rank job: one task per source file, run in parallel, results in input order.
 
-This module owns *where* files are imported, not *how*: every task is
-``traceq.trace.load([path], fmt=fmt, **load_kwargs)`` on one file, and :func:`import_sources`
-returns the single-file :class:`~traceq.trace.Trace` objects in the order of its input.  Rank
-assignment, the duplicate-rank check and concatenation stay in :mod:`traceq.trace`.
+This module owns *where* per-file work runs, not *what* it does.  :func:`file_tasks` opens an
+executor for a set of files and yields a :class:`FileTasks` whose :meth:`~FileTasks.map` runs a
+task -- a module-level function ``task(path, *args)`` -- once per file and returns the results in
+the order of its input, whatever order the workers finish in.  The executor stays open for several
+rounds of tasks (the report built rank by rank, :mod:`traceq.report.by_rank`, runs two), so a pool
+starts its processes once.  :func:`import_sources` is the simplest use: its task is
+``traceq.trace.load([path], fmt=fmt, **load_kwargs)``, and it returns the single-file
+:class:`~traceq.trace.Trace` objects; rank assignment, the duplicate-rank check and concatenation
+stay in :mod:`traceq.trace`.
 
-Three executors run the same task:
+Three executors run the same tasks:
 
 - **in-process**, for ``jobs=1``, for a single file, and, when ``jobs`` is left to its default,
   for inputs too small to repay starting workers;
@@ -16,10 +21,10 @@ Three executors run the same task:
   optional extra ``traceq[dask]``; imported only when asked for).
 
 Results travel back pickled (a polars DataFrame pickles as its Arrow-IPC-based binary
-serialisation) and the driver keeps every file's table: memory in the driver grows with the
-whole job, in each worker with the file it is importing.  Errors are the driver's own: the first
-failing file in input order (the file ``jobs=1`` would have stopped at) is raised as its
-``TraceqError``, naming the file; a worker that dies is reported as a ``TraceqError`` too.
+serialisation); the driver holds what the tasks return, a worker what its current task holds.
+Errors are the driver's own: the first failing file in input order (the file ``jobs=1`` would
+have stopped at) is raised as its ``TraceqError``, naming the file; a worker that dies is reported
+as a ``TraceqError`` too.
 """
 
 from __future__ import annotations
@@ -27,17 +32,19 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
+import sys
 import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from traceq.errors import InvalidArgumentError, TraceqError
 
@@ -64,20 +71,55 @@ _DASK_LOST_HINT = "the Dask workers running it kept dying, often for lack of mem
 
 _IN_TASK: ContextVar[bool] = ContextVar("traceq_parallel_in_task", default=False)
 
+T = TypeVar("T")
+Task = Callable[..., T]
+"""A task: a module-level function ``task(path, *args)`` (it must pickle by reference)."""
+
 
 @dataclass(frozen=True)
-class _Imported:
-    """One task's result; its ``__sizeof__`` tells Dask's memory manager how big the table is.
+class _Done(Generic[T]):
+    """One task's result; its ``__sizeof__`` tells Dask's memory manager how big it is.
 
-    ``warnings`` holds what a pool worker's import warned (message, file, line), replayed in the
-    driver so that its filters and handlers (the CLI's ``CacheWarning`` line) see them.
+    ``warnings`` holds what a task warned (message, file, line) where the executor recorded it
+    (pool workers, which run one task at a time), replayed in the driver so that its filters and
+    handlers (the CLI's ``CacheWarning`` line) see them.
     """
 
-    trace: Trace
+    value: T
     warnings: tuple[tuple[Warning, str, int], ...] = ()
 
     def __sizeof__(self) -> int:
-        return int(self.trace.events.estimated_size()) + 1024
+        return _size_of(self.value) + 1024
+
+
+def _size_of(value: object) -> int:
+    """Bytes a task result holds: what its ``estimated_size()`` says, or its ``events`` table's."""
+    for holder in (value, getattr(value, "events", None)):
+        sizer = getattr(holder, "estimated_size", None)
+        if callable(sizer):
+            return int(sizer())
+    return sys.getsizeof(value)
+
+
+class FileTasks(Protocol):
+    """An open executor: runs tasks over files, round after round."""
+
+    def map(
+        self,
+        task: Task[T],
+        items: Sequence[tuple[Path, tuple[Any, ...]]],
+        *,
+        doing: str = "imported",
+        replay_warnings: bool = True,
+    ) -> list[T]:
+        """``task(path, *args)`` for each ``(path, args)`` of ``items``; the results in that order.
+
+        Raises the error of the first failing item in input order; a worker that dies is a
+        ``TraceqError`` naming the file ("... exited abruptly before this file was ``doing``").
+        ``replay_warnings=False`` drops what the tasks warn (a second round over the same files
+        would only repeat the first round's warnings).
+        """
+        ...
 
 
 def import_sources(
@@ -93,29 +135,45 @@ def import_sources(
 
     ``files`` are source files (directories already expanded).  Each is read by
     ``traceq.trace.load([path], fmt=fmt, **load_kwargs)``; ``load_kwargs`` is passed through
-    untouched and must pickle.
-
-    Where the work runs:
-
-    - ``client`` (a ``distributed.Client``) or ``scheduler`` (an address such as
-      ``tcp://host:8786``, connected to for this call and closed after): the files are mapped
-      over the Dask cluster.  Workers must see the files at the same paths (a shared
-      filesystem); relative paths are made absolute against the driver's working directory,
-      and the imported tables then name the file by that absolute path.
-    - ``jobs=1``: in this process, one file after the other.
-    - ``jobs=N``: a pool of ``min(N, len(files))`` spawned processes.
-    - ``jobs=None``: the pool with one process per available core, except for a single file or
-      less than :data:`AUTO_POOL_MIN_BYTES` of input, which are imported in this process.
+    untouched and must pickle.  ``jobs``, ``client`` and ``scheduler`` choose the executor as in
+    :func:`file_tasks`.
 
     Raises the ``TraceqError`` of the first failing file in input order (naming the file);
     a ``TraceqError`` when a worker process dies, when ``jobs`` is below 1, when both
     ``client`` and ``scheduler`` or ``jobs`` with either are given, when Dask is not
     installed, or when the scheduler cannot be reached.
     """
-    if _IN_TASK.get():
-        raise RuntimeError("import_sources was re-entered from its own task: load() of one file must read it directly")
     paths = [Path(f) for f in files]
     options = dict(load_kwargs or {})
+    with file_tasks(paths, jobs=jobs, client=client, scheduler=scheduler) as tasks:
+        return tasks.map(_load_file, [(p, (fmt, options)) for p in paths])
+
+
+@contextmanager
+def file_tasks(
+    files: Sequence[str | Path],
+    *,
+    jobs: int | None = None,
+    client: distributed.Client | None = None,
+    scheduler: str | None = None,
+) -> Iterator[FileTasks]:
+    """An executor for tasks over ``files``, open for the ``with`` block.
+
+    - ``client`` (a ``distributed.Client``) or ``scheduler`` (an address such as
+      ``tcp://host:8786``, connected to for the block and closed after): the Dask cluster.
+      Workers must see the files at the same paths (a shared filesystem); relative paths are
+      made absolute against the driver's working directory, so a task sees the absolute path.
+    - ``jobs=1``: in this process, one file after the other.
+    - ``jobs=N``: a pool of ``min(N, len(files))`` spawned processes, shut down after the block.
+    - ``jobs=None``: the pool with one process per available core, except for a single file or
+      less than :data:`AUTO_POOL_MIN_BYTES` of input, which run in this process.
+
+    Raises ``InvalidArgumentError`` when ``jobs`` is below 1 or when both ``client`` and
+    ``scheduler``, or ``jobs`` with either, are given; a ``TraceqError`` when Dask is not
+    installed or the scheduler cannot be reached.
+    """
+    if _IN_TASK.get():
+        raise RuntimeError("import_sources was re-entered from its own task: load() of one file must read it directly")
     if client is not None and scheduler is not None:
         raise InvalidArgumentError("both a Dask client and a scheduler address were given", hint="pass one of them")
     if jobs is not None and (client is not None or scheduler is not None):
@@ -125,17 +183,27 @@ def import_sources(
         )
     if jobs is not None and jobs < 1:
         raise InvalidArgumentError(f"jobs must be at least 1, got {jobs}", hint="use --jobs 1 to import in-process")
+    paths = [Path(f) for f in files]
     if not paths:
-        return []
-    if client is not None:
-        return _on_dask(client, paths, fmt, options)
-    if scheduler is not None:
+        yield _InProcess()
+    elif client is not None:
+        yield _OnDask(client)
+    elif scheduler is not None:
         with _connect(scheduler) as own:
-            return _on_dask(own, paths, fmt, options)
-    workers = _pool_size(paths, jobs)
-    if workers == 1:
-        return [_import_one(p, fmt, options).trace for p in paths]
-    return _on_pool(paths, fmt, options, workers)
+            yield _OnDask(own)
+    elif (workers := _pool_size(paths, jobs)) == 1:
+        yield _InProcess()
+    else:
+        pool = concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_exit_with_parent,
+            initargs=(os.getpid(),),
+        )
+        try:
+            yield _OnPool(pool)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def available_cores() -> int:
@@ -165,56 +233,91 @@ def _size_on_disk(path: Path) -> int:
         return 0  # the task reports a missing file, with the importer's own message
 
 
-def _import_one(
-    path: Path, fmt: Format | None, load_kwargs: Mapping[str, Any], *, keep_warnings: bool = False
-) -> _Imported:
-    """The task: import one file (runs in the driver, a pool worker or a Dask worker).
-
-    ``keep_warnings`` records the import's warnings into the result instead of showing them; only
-    for pool workers, which run one task at a time (``catch_warnings`` is not thread-safe, and a
-    Dask worker may run several tasks in threads: there they go to the worker's log).
-    """
+def _load_file(path: Path, fmt: Format | None, load_kwargs: Mapping[str, Any]) -> Trace:
+    """The import task: ``traceq.trace.load`` of one file."""
     from traceq.trace import load
 
+    return load([path], fmt=fmt, **load_kwargs)
+
+
+def _import_one(
+    path: Path, fmt: Format | None, load_kwargs: Mapping[str, Any], *, keep_warnings: bool = False
+) -> _Done[Trace]:
+    """The import task as the executors run it (see :func:`_run`)."""
+    return _run(_load_file, path, (fmt, load_kwargs), keep_warnings=keep_warnings)
+
+
+def _run(task: Task[T], path: Path, args: tuple[Any, ...], *, keep_warnings: bool = False) -> _Done[T]:
+    """Run one task (in the driver, a pool worker or a Dask worker), naming the file in its errors.
+
+    ``keep_warnings`` records the task's warnings into the result instead of showing them; only
+    where one task runs at a time (``catch_warnings`` is not thread-safe, and a Dask worker may
+    run several tasks in threads: there they go to the worker's log).
+    """
     token = _IN_TASK.set(True)
     try:
         if not keep_warnings:
-            return _Imported(load([path], fmt=fmt, **load_kwargs))
+            return _Done(task(path, *args))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")  # the driver's filters decide, on replay
-            trace = load([path], fmt=fmt, **load_kwargs)
+            value = task(path, *args)
         kept = tuple((w.message, w.filename, w.lineno) for w in caught if isinstance(w.message, Warning))
-        return _Imported(trace, kept)
+        return _Done(value, kept)
     except TraceqError as exc:
         if exc.path is None:
             exc.path = str(path)
             exc.args = (exc.one_line(),)
         raise
     except Exception as exc:
-        exc.add_note(f"traceq: raised while importing {path}")
+        exc.add_note(f"traceq: raised while processing {path}")
         raise
     finally:
         _IN_TASK.reset(token)
 
 
-def _on_pool(paths: list[Path], fmt: Format | None, options: dict[str, Any], workers: int) -> list[Trace]:
-    pool = concurrent.futures.ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_exit_with_parent,
-        initargs=(os.getpid(),),
-    )
-    try:
-        futures = {pool.submit(_import_one, p, fmt, options, keep_warnings=True): i for i, p in enumerate(paths)}
+class _InProcess:
+    """Runs the tasks here, one after the other; the first failure stops the round."""
+
+    def map(
+        self,
+        task: Task[T],
+        items: Sequence[tuple[Path, tuple[Any, ...]]],
+        *,
+        doing: str = "imported",
+        replay_warnings: bool = True,
+    ) -> list[T]:
+        # Warnings show as they happen, unless they are to be dropped.
+        return [_run(task, p, args, keep_warnings=not replay_warnings).value for p, args in items]
+
+
+class _OnPool:
+    """Runs the tasks on a process pool."""
+
+    def __init__(self, pool: concurrent.futures.ProcessPoolExecutor) -> None:
+        self.pool = pool
+
+    def map(
+        self,
+        task: Task[T],
+        items: Sequence[tuple[Path, tuple[Any, ...]]],
+        *,
+        doing: str = "imported",
+        replay_warnings: bool = True,
+    ) -> list[T]:
+        futures = {self.pool.submit(_run, task, p, args, keep_warnings=True): i for i, (p, args) in enumerate(items)}
         done = ((futures.pop(f), f.result) for f in concurrent.futures.as_completed(list(futures)))
-        return _in_input_order(
-            done,
-            paths,
-            lost=(BrokenProcessPool,),
-            lost_hint=_POOL_LOST_HINT,
-        )
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        try:
+            return _in_input_order(
+                done,
+                [p for p, _ in items],
+                lost=(BrokenProcessPool,),
+                lost_hint=_POOL_LOST_HINT,
+                doing=doing,
+                replay_warnings=replay_warnings,
+            )
+        finally:
+            for future in futures:
+                future.cancel()
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -232,45 +335,77 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="traceq-exit-with-parent", daemon=True).start()
 
 
-def _on_dask(client: distributed.Client, paths: list[Path], fmt: Format | None, options: dict[str, Any]) -> list[Trace]:
-    dist = _distributed()
-    remote = [p if p.is_absolute() else p.absolute() for p in paths]
-    batch = uuid.uuid4().hex[:12]
-    keys = [f"traceq-import-{batch}-{i}" for i in range(len(remote))]
-    futures = client.map(_import_one, remote, key=keys, pure=False, fmt=fmt, load_kwargs=options)
-    index = {f.key: i for i, f in enumerate(futures)}
-    pending = dict(zip(index.values(), futures, strict=True))
-    del futures  # a gathered result is freed on its worker once the driver drops its future
-    try:
-        done = (
-            (index[f.key], pending.pop(index[f.key]).result)
-            for f in dist.as_completed(list(pending.values()), loop=client.loop)
-        )
-        return _in_input_order(
-            done,
-            paths,
-            lost=(dist.KilledWorker,),
-            lost_hint=_DASK_LOST_HINT,
-        )
-    finally:
-        if pending:
-            client.cancel(list(pending.values()))  # type: ignore[no-untyped-call]  # distributed leaves it unannotated
+@dataclass(frozen=True)
+class _Packed(Generic[T]):
+    """A task and its arguments, as one opaque value for Dask."""
+
+    task: Task[T]
+    args: tuple[Any, ...]
+
+
+def _run_packed(path: Path, packed: _Packed[T]) -> _Done[T]:
+    return _run(packed.task, path, packed.args)
+
+
+class _OnDask:
+    """Runs the tasks on a Dask cluster; each result is fetched, then its future released."""
+
+    def __init__(self, client: distributed.Client) -> None:
+        self.client = client
+
+    def map(
+        self,
+        task: Task[T],
+        items: Sequence[tuple[Path, tuple[Any, ...]]],
+        *,
+        doing: str = "imported",
+        replay_warnings: bool = True,
+    ) -> list[T]:
+        dist = _distributed()
+        paths = [p for p, _ in items]
+        remote = [p if p.is_absolute() else p.absolute() for p in paths]
+        batch = uuid.uuid4().hex[:12]
+        keys = [f"traceq-{getattr(task, '__name__', 'task').strip('_')}-{batch}-{i}" for i in range(len(remote))]
+        # Arguments travel packed: Dask would otherwise look inside tuples and lists for tasks and keys.
+        packed = [_Packed(task, args) for _, args in items]
+        futures = self.client.map(_run_packed, remote, packed, key=keys, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        pending = dict(zip(index.values(), futures, strict=True))
+        del futures  # a gathered result is freed on its worker once the driver drops its future
+        try:
+            done = (
+                (index[f.key], pending.pop(index[f.key]).result)
+                for f in dist.as_completed(list(pending.values()), loop=self.client.loop)
+            )
+            return _in_input_order(
+                done,
+                paths,
+                lost=(dist.KilledWorker,),
+                lost_hint=_DASK_LOST_HINT,
+                doing=doing,
+                replay_warnings=replay_warnings,
+            )
+        finally:
+            if pending:
+                self.client.cancel(list(pending.values()))  # type: ignore[no-untyped-call]  # distributed leaves it unannotated
 
 
 def _in_input_order(
-    done: Iterable[tuple[int, Callable[[], _Imported]]],
+    done: Iterable[tuple[int, Callable[[], _Done[T]]]],
     paths: Sequence[Path],
     *,
     lost: tuple[type[BaseException], ...],
     lost_hint: str,
-) -> list[Trace]:
+    doing: str = "imported",
+    replay_warnings: bool = True,
+) -> list[T]:
     """Collect results as tasks finish; on failure, raise the first failing file in input order.
 
     ``done`` yields (input position, the finished task's ``result``) in completion order.  A
     failure at position ``i`` is raised once every position before ``i`` has finished, so the
     error does not depend on which worker was fastest.
     """
-    results: list[_Imported | None] = [None] * len(paths)
+    results: list[_Done[T] | None] = [None] * len(paths)
     first_failure: tuple[int, BaseException] | None = None
     contiguous = 0  # results[:contiguous] are all present
     for position, result in done:
@@ -278,7 +413,7 @@ def _in_input_order(
             results[position] = result()
         except lost as exc:
             failure: BaseException = TraceqError(
-                "a worker process exited abruptly before this file was imported",
+                f"a worker process exited abruptly before this file was {doing}",
                 path=paths[position],
                 hint=lost_hint,
             )
@@ -296,11 +431,12 @@ def _in_input_order(
         raise first_failure[1]
     complete = [r for r in results if r is not None]
     if len(complete) != len(paths):
-        raise RuntimeError(f"{len(paths) - len(complete)} of {len(paths)} import tasks never reported back")
-    for imported in complete:
-        for message, filename, lineno in imported.warnings:
-            warnings.warn_explicit(message, type(message), filename, lineno)
-    return [r.trace for r in complete]
+        raise RuntimeError(f"{len(paths) - len(complete)} of {len(paths)} tasks never reported back")
+    if replay_warnings:
+        for finished in complete:
+            for message, filename, lineno in finished.warnings:
+                warnings.warn_explicit(message, type(message), filename, lineno)
+    return [r.value for r in complete]
 
 
 def _distributed() -> ModuleType:

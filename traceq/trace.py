@@ -182,7 +182,7 @@ def load(
     process), or on a Dask cluster (a ``distributed.Client`` as ``client``, or its address as
     ``scheduler``).  The result is the same either way.
     """
-    files = _expand(paths)
+    files = expand_paths(paths)
     if len(files) == 1 and client is None and scheduler is None:
         store = Cache.default() if cache is True else cache if isinstance(cache, Cache) else None
         return _read_one(files[0], fmt, store)  # must stay direct: each parallel task calls load([file])
@@ -194,7 +194,11 @@ def load(
     return _combine(parts)
 
 
-def _expand(paths: str | Path | Sequence[str | Path]) -> list[Path]:
+def expand_paths(paths: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The trace files named by ``paths``: files as given, directories by :func:`iter_trace_files`.
+
+    Raises ``InputNotFoundError`` for no input, a missing path or a directory without traces.
+    """
     items = [paths] if isinstance(paths, str | Path) else list(paths)
     if not items:
         raise InputNotFoundError("no input given", hint="pass a trace file or a directory of traces")
@@ -307,11 +311,22 @@ def _decode(events: pl.DataFrame, metadata: Mapping[str, str], path: Path) -> Tr
 
 def _combine(parts: list[Trace]) -> Trace:
     """Concatenate per-file traces, assigning ranks to single-rank files that do not state one."""
-    assigned: list[Trace] = []
+    assigned = [assign_rank(part, position) for position, part in enumerate(parts)]
+    assigned = [assigned[i] for i in job_order([t.meta.sources for t in assigned])]
+    events = pl.concat([t.events for t in assigned], how="vertical")
+    stats = ImportStats.of(c for t in assigned for c in t.import_stats.counts)
+    sources = tuple(s for t in assigned for s in t.meta.sources)
+    return Trace(events=events, import_stats=stats, meta=TraceMeta(sources))
+
+
+def job_order(sources: Sequence[Sequence[SourceMeta]]) -> list[int]:
+    """The order in which the parts of a job (one file each, its sources' metadata given, ranks
+    already assigned) are concatenated: by their lowest rank, files without a rank last, ties in
+    input order.  Raises ``DuplicateRankError`` naming the first two files, in input order, that
+    claim one rank."""
     claimed: dict[int, str] = {}
-    for position, part in enumerate(parts):
-        part = _with_rank(part, position)
-        for src in part.meta.sources:
+    for part in sources:
+        for src in part:
             if src.rank is None:
                 continue
             if src.rank in claimed and claimed[src.rank] != src.path:
@@ -320,16 +335,13 @@ def _combine(parts: list[Trace]) -> Trace:
                     hint="pass the files of one job only, once each",
                 )
             claimed[src.rank] = src.path
-        assigned.append(part)
-    assigned.sort(key=lambda t: min((s.rank for s in t.meta.sources if s.rank is not None), default=1 << 31))
-    events = pl.concat([t.events for t in assigned], how="vertical")
-    stats = ImportStats.of(c for t in assigned for c in t.import_stats.counts)
-    sources = tuple(s for t in assigned for s in t.meta.sources)
-    return Trace(events=events, import_stats=stats, meta=TraceMeta(sources))
+    lowest = [min((s.rank for s in part if s.rank is not None), default=1 << 31) for part in sources]
+    return sorted(range(len(sources)), key=lambda i: lowest[i])
 
 
-def _with_rank(part: Trace, position: int) -> Trace:
-    """Give a single-source trace without a rank one from its file name, else its position."""
+def assign_rank(part: Trace, position: int) -> Trace:
+    """Give a single-source trace without a rank one from its file name, else its ``position``
+    among the job's files (with a warning in its metadata); other traces are returned as they are."""
     if len(part.meta.sources) != 1 or part.meta.sources[0].rank is not None:
         return part
     src = part.meta.sources[0]

@@ -11,13 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 import pytest
 
 from traceq import schema
 from traceq.errors import UnsupportedFormatError
-from traceq.importers import kineto_parse, kineto_scan, kineto_tokens
+from traceq.importers import kineto_fast, kineto_parse, kineto_scan
 from traceq.importers.kineto import read_kineto
 from traceq.importers.kineto_lenient import float_text
 from traceq.importers.result import ImportResult
@@ -160,27 +159,22 @@ def test_a_chunk_ending_exactly_after_an_event_on_a_word_boundary(
 
 
 @pytest.mark.parametrize("layout", ["pretty", "compact"])
-def test_chunks_end_only_after_an_event(layout: str) -> None:
+def test_a_scanner_pass_ends_right_after_the_first_event_that_reaches_its_limit(layout: str) -> None:
     text = kineto_text(TRICKY_EVENTS) if layout == "pretty" else json.dumps({"traceEvents": TRICKY_EVENTS})
     buf = text.encode()
-    data = np.frombuffer(buf, dtype=np.uint8)
     _, start = kineto_scan.locate_event_array(buf)
-    keys = kineto_tokens.KeyTable(["ph", "args"])
+    spec = kineto_fast.FieldSpec.of({"idx": pl.UInt32(), "ph": pl.Categorical()}, ())
     at, first, seen = start + 1, True, 0
     while True:
-        chunk = kineto_tokens.tokenize(
-            buf, data, at, at + 50, keys, frozenset({"ph", "args"}), frozenset(), first=first
-        )
-        if chunk is None:
-            chunk = kineto_tokens.tokenize(
-                buf, data, at, len(buf), keys, frozenset({"ph", "args"}), frozenset(), first=first
-            )
-            assert chunk is not None
-        piece = buf[chunk.begin : chunk.consumed].decode().strip().removeprefix(",")
-        assert json.loads(f"[{piece}]") == TRICKY_EVENTS[seen : seen + chunk.events]
-        seen += chunk.events
-        at, first = chunk.consumed, False
-        if chunk.closed:
+        block = kineto_fast.scan_block(buf, at, at + 50, first=first, spec=spec, first_index=seen)
+        piece = buf[at : block.consumed].decode().strip().removeprefix(",")
+        assert json.loads(f"[{piece}]") == TRICKY_EVENTS[seen : seen + block.events]
+        assert block.frame["idx"].to_list() == list(range(seen, seen + block.events))
+        if not block.closed:
+            assert buf[block.consumed - 1 : block.consumed] == b"}" and block.consumed >= at + 50
+        seen += block.events
+        at, first = block.consumed, False
+        if block.closed:
             break
     assert seen == len(TRICKY_EVENTS)
 

@@ -290,3 +290,20 @@ def test_fast_and_lenient_paths_agree_on_real_traces(shared: Path, relative: str
     assert fast.stats == lenient.stats
     assert fast.meta.gpus == lenient.meta.gpus
     assert (fast.meta.rank, fast.meta.clock_offset_ns) == (lenient.meta.rank, lenient.meta.clock_offset_ns)
+
+
+@pytest.mark.parametrize("relative", REAL)
+def test_the_report_is_the_same_whichever_parser_read_the_file(shared: Path, relative: str) -> None:
+    import traceq
+    from traceq.trace import _from_result
+
+    def report_json(parser: str) -> dict[str, Any]:
+        trace = _from_result(read_kineto(shared / relative, parser=parser))  # type: ignore[arg-type]
+        doc = traceq.report(trace).to_dict()
+        for source in doc["source"]["files"]:  # which parser read it, and its warnings, differ by design
+            del source["properties"]["traceq.parser"]
+            source.pop("warnings", None)
+        doc["source"].pop("warnings", None)
+        return doc
+
+    assert report_json("fast") == report_json("lenient")

@@ -21,10 +21,12 @@ from hypothesis import strategies as st
 from traceq import schema
 from traceq.errors import CorruptTraceError, InputNotFoundError, UnsupportedFormatError, UnsupportedVersionError
 from traceq.importers import nsys_tables
-from traceq.importers.nsys_sort import sort_by_time
 from traceq.importers.nsys_sqlite import NOT_IMPORTED_TABLES, read_nsys_sqlite
 from traceq.importers.result import ImportResult
+from traceq.importers.time_sort import sort_by_time
+from traceq.synthetic import build_timeline, preset, write_nsys_per_rank, write_nsys_sqlite
 from traceq.synthetic.big import write_big_nsys_sqlite
+from traceq.trace import load
 
 SAMPLES = Path(__file__).resolve().parents[2] / ".." / "shared" / "sample_traces" / "nsys"
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.glob("*.sqlite")) or ["(no samples)"]
@@ -610,13 +612,7 @@ def test_sort_by_time_is_a_stable_sort_by_start_then_end(tables: list[list[tuple
         for t, rows in enumerate(tables)
     ]
     expected = pl.concat(parts).sort("start_ns", "end_ns", maintain_order=True)
-    old = nsys_tables.CHUNK_ROWS
-    nsys_tables.CHUNK_ROWS = chunk  # type: ignore[misc]
-    try:
-        got = sort_by_time(list(parts))
-    finally:
-        nsys_tables.CHUNK_ROWS = old  # type: ignore[misc]
-    assert got.equals(expected)
+    assert sort_by_time(list(parts), chunk_rows=chunk).equals(expected)
 
 
 def test_big_synthetic_export_repeats_its_base_steps(tmp_path: Path) -> None:
@@ -779,3 +775,73 @@ def test_export_without_gpu_table_lists_the_devices_it_saw(samples: Path) -> Non
     meta = imported(samples / MFU_2GPU).meta
     assert [g.device for g in meta.gpus] == [0, 1] and all(g.name is None for g in meta.gpus)
     assert meta.properties["derived_from"] == "mfu_h1002_nsys.sqlite"
+
+
+# --------------------------------------------------------------------------------------------
+# the rank in the captured environment (META_DATA_CAPTURE), as one nsys per rank records it
+
+
+def with_env(*variables: str, process: int = 0) -> dict[str, tuple[Sequence[str], Sequence[Sequence[Any]]]]:
+    """The tiny export without MPI ranks, its launched process's environment holding ``variables``
+    (``NAME="value"``, as nsys writes them) beside other capture settings."""
+    tables = tiny_tables()
+    del tables["MPI_RANKS"]
+    rows = [("CUDA_TRACE_SCOPE", "ProcessTree"), ("PROCESS_0:COMMAND", "python3"), ("RANK", "7")]
+    rows += [(f"PROCESS_{process}:ENVIRONMENT_VARIABLE", v) for v in ('PATH="/usr/bin:/bin"', *variables)]
+    tables["META_DATA_CAPTURE"] = (("name", "value"), rows)
+    return tables
+
+
+def test_the_launched_process_environment_gives_the_rank(tmp_path: Path, backend: str) -> None:
+    path = make_export(tmp_path / "a.sqlite", with_env('RANK="5"', 'LOCAL_RANK="1"', 'WORLD_SIZE="8"'))
+    result = read_nsys_sqlite(path)
+    assert (result.meta.rank, result.meta.world_size, result.meta.properties["local_rank"]) == (5, 8, "1")
+    assert frame(result)["rank"].unique().to_list() == [5]  # every row, as Kineto's distributedInfo does
+
+
+@pytest.mark.parametrize(
+    ("tables", "why"),
+    [
+        (lambda: {**tiny_tables(), "META_DATA_CAPTURE": with_env('RANK="5"')["META_DATA_CAPTURE"]}, "MPI_RANKS wins"),
+        (lambda: with_env('RANK="five"'), "not an integer"),
+        (lambda: with_env("WORLD_SIZE=8"), "not set"),
+    ],
+)
+def test_no_rank_from_the_environment(tmp_path: Path, tables: Any, why: str) -> None:
+    result = read_nsys_sqlite(make_export(tmp_path / "a.sqlite", tables()))
+    assert result.meta.rank == (3 if why == "MPI_RANKS wins" else None), why
+    assert result.meta.world_size is None, why
+
+
+def test_processes_that_disagree_give_no_rank(tmp_path: Path) -> None:
+    tables = with_env('RANK="5"')
+    columns, rows = tables["META_DATA_CAPTURE"]
+    tables["META_DATA_CAPTURE"] = (columns, [*rows, ("PROCESS_1:ENVIRONMENT_VARIABLE", 'RANK="6"')])
+    assert read_nsys_sqlite(make_export(tmp_path / "a.sqlite", tables)).meta.rank is None
+
+
+def test_an_export_of_several_processes_ignores_the_launchers_rank(tmp_path: Path) -> None:
+    """``nsys profile torchrun ...`` records torchrun's environment: a RANK there (a node's, set by a
+    cluster launcher) says nothing of the four ranks torchrun starts."""
+    path = write_nsys_sqlite(build_timeline(preset("balanced_job")), tmp_path / "node.sqlite")
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO META_DATA_CAPTURE VALUES ('PROCESS_0:ENVIRONMENT_VARIABLE', 'RANK=\"1\"')")
+    result = read_nsys_sqlite(path)
+    assert result.meta.rank is None and frame(result)["rank"].null_count() == frame(result).height
+    assert result.meta.properties["env_rank"] == "1 (not used: the export holds several processes or MPI ranks)"
+
+
+def test_per_rank_exports_named_without_ranks_load_in_rank_order(tmp_path: Path) -> None:
+    """One export per rank, named by host: the ranks come from each file's RANK, not its position."""
+    timeline = build_timeline(preset("straggler_job"))
+    files = write_nsys_per_rank(timeline, tmp_path, pattern="node-{rank}.sqlite")
+    for f, host in zip(files, "dcba", strict=True):  # file order is now the reverse of rank order
+        f.rename(tmp_path / f"node-{host}.sqlite")
+    trace = load(tmp_path, cache=False)
+    assert [(Path(s.path).name, s.rank, s.world_size) for s in trace.meta.sources] == [
+        ("node-d.sqlite", 0, 4),
+        ("node-c.sqlite", 1, 4),
+        ("node-b.sqlite", 2, 4),
+        ("node-a.sqlite", 3, 4),
+    ]
+    assert trace.meta.warnings == ()

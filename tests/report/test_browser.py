@@ -122,7 +122,8 @@ def test_the_sample_report_renders_offline(browser: Any, samples: Path, tmp_path
     seen = visit(browser, render_html(report_of(samples / "training_step.nsys.sqlite")), tmp_path / "report.html")
     check_charts(seen, {"chart-steps", "chart-idle", "chart-timeline"})
     rows = seen.page.eval_on_selector_all("#chart-timeline .ytick text", "els => els.map(e => e.textContent)")
-    assert sorted(rows) == ["GPU 0 · idle gaps", "GPU 0 · stream 20", "GPU 0 · stream 7"]
+    # the export carries RANK=0 in its captured environment, so the rows are labelled by rank
+    assert sorted(rows) == ["rank 0 · GPU 0 · idle gaps", "rank 0 · GPU 0 · stream 20", "rank 0 · GPU 0 · stream 7"]
     seen.check_clean()
 
 

@@ -204,8 +204,14 @@ def test_findings_come_first_most_severe_first_with_evidence_and_fix(samples: Pa
             0.077,
             {"idle_input_ns": 1_023_977.0, "idle_input_share": 0.077},
             (
-                Evidence(text="GPU 0 waited 359 µs for a copy", device=0, start_ns=gap.start_ns, end_ns=gap.end_ns),
-                Evidence(text="GPU 5 is not on the timeline", device=5, start_ns=gap.start_ns),
+                Evidence(
+                    text="GPU 0 waited 359 µs for a copy",
+                    rank=gap.rank,
+                    device=0,
+                    start_ns=gap.start_ns,
+                    end_ns=gap.end_ns,
+                ),
+                Evidence(text="GPU 5 is not on the timeline", rank=gap.rank, device=5, start_ns=gap.start_ns),
             ),
             "Pin memory and prefetch.",
         ),

@@ -192,18 +192,41 @@ def match_collectives(
 
 def _exposed_waits(table: pl.DataFrame, compute: pl.DataFrame | None) -> np.ndarray:
     """Per row of ``table``: its wait minus the part of it covered by the rank's own compute."""
-    wait = table.get_column("wait_ns").to_numpy().astype(np.int64)
+    wait: np.ndarray = table.get_column("wait_ns").to_numpy().astype(np.int64)
     if compute is None or table.height == 0:
         return wait
+    exposed: np.ndarray = wait - _covered(table, compute)
+    return exposed
+
+
+def _covered(table: pl.DataFrame, compute: pl.DataFrame) -> np.ndarray:
+    """Per row of ``table``: the ns of its wait covered by its rank's compute."""
     covered = np.zeros(table.height, np.int64)
     devs = table.get_column("dev").to_numpy()
     start = table.get_column("start_ns").to_numpy().astype(np.int64)
+    wait = table.get_column("wait_ns").to_numpy().astype(np.int64)
     for (dev,), rows in compute.partition_by("dev", as_dict=True).items():
         on = devs == dev
         if on.any():
-            waits = iv.Intervals(start[on], start[on] + wait[on])
-            covered[on] = iv.measure_in_windows(iv.Intervals.from_frame(rows), waits)
-    return wait - covered
+            covered[on] = wait_covered_ns(rows, start[on], wait[on])
+    return covered
+
+
+def wait_covered_ns(compute: pl.DataFrame, start_ns: np.ndarray, wait_ns: np.ndarray) -> np.ndarray:
+    """Per wait ``[start_ns[i], start_ns[i] + wait_ns[i])`` of one rank (its own clock): the ns of it
+    covered by that rank's ``compute`` (columns start_ns, end_ns: :func:`compute_activity`'s rows of
+    the rank).  ``wait − covered`` is the exposed wait."""
+    start = np.asarray(start_ns, np.int64)
+    waits = iv.Intervals(start, start + np.asarray(wait_ns, np.int64))
+    return iv.measure_in_windows(iv.Intervals.from_frame(compute), waits)
+
+
+def with_exposed_waits(table: pl.DataFrame, covered_ns: np.ndarray) -> pl.DataFrame:
+    """The collective table with ``exposed_wait_ns = wait_ns − covered_ns`` (one value per row, as
+    :func:`wait_covered_ns` gives for each rank's rows): what :func:`match_collectives` computes
+    from ``compute``, when the ranks' compute lies elsewhere (one worker per rank)."""
+    exposed = table.get_column("wait_ns").to_numpy().astype(np.int64) - np.asarray(covered_ns, np.int64)
+    return table.with_columns(pl.Series("exposed_wait_ns", exposed, dtype=pl.Int64))
 
 
 def per_rank_frame(devices: pl.DataFrame, breakdown: Sequence[DeviceBreakdown]) -> pl.DataFrame:
@@ -534,11 +557,9 @@ def analyze_job(
     if table.height < 2:
         return None
     calls = collective_calls(events, table)
-    alignment = align_clocks(calls, anchors)
-    if alignment.method == "none":
-        matched = _empty_table(calls)
-    else:
-        matched = match_collectives(calls, alignment, compute_activity(events, table))
+    alignment, matched = align_and_match(calls, anchors)
+    if matched.height:
+        matched = with_exposed_waits(matched, _covered(matched, compute_activity(events, table)))
     return summarise_job(
         matched,
         per_rank_frame(table, analysis.devices),
@@ -546,6 +567,18 @@ def analyze_job(
         comm_calls=calls.height,
         max_collectives=max_collectives,
     )
+
+
+def align_and_match(
+    calls: pl.DataFrame, anchors: Mapping[str, int | None] | None
+) -> tuple[ClockAlignment, pl.DataFrame]:
+    """The clock alignment of ``calls`` (:func:`collective_calls`) and their collective table, with
+    ``exposed_wait_ns`` still equal to ``wait_ns`` (see :func:`with_exposed_waits`); the table is
+    empty when the clocks could not be aligned."""
+    alignment = align_clocks(calls, anchors)
+    if alignment.method == "none":
+        return alignment, _empty_table(calls)
+    return alignment, match_collectives(calls, alignment)
 
 
 def _empty_table(calls: pl.DataFrame) -> pl.DataFrame:

@@ -12,7 +12,7 @@ Definitions, thresholds and fixes: ``docs/findings.md``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Final
 
@@ -44,14 +44,21 @@ RULES: Final[tuple[tuple[str, Rule], ...]] = (
 
 FINDING_IDS: Final = tuple(rule_id for rule_id, _ in RULES)
 
+JOB_RULES: Final = ("straggler",)
+"""Rules that read the whole job (``FindingContext.job``) instead of ranking devices by a cost with
+``FindingContext.ranked``; every other rule ranks the devices once and fires on the worst, which
+lets a report built rank by rank (:mod:`traceq.analyses.by_rank`) merge their rankings."""
+
 __all__ = [
     "FINDING_IDS",
     "FIRE_SHARE",
+    "JOB_RULES",
     "MEMORY_BOUND_ALLOWANCE",
     "RULES",
     "SEVERITY_BANDS",
     "SHORT_KERNEL_NS",
     "find_findings",
+    "rank_findings",
 ]
 
 
@@ -68,7 +75,13 @@ def find_findings(
     if not analysis.devices:
         return ()
     ctx = build_context(events, analysis, mfu, job)
-    found = {f.id: f for f in (rule(ctx) for _, rule in RULES) if f is not None}
+    return rank_findings(rule(ctx) for _, rule in RULES)
+
+
+def rank_findings(findings: Iterable[Finding | None]) -> tuple[Finding, ...]:
+    """The findings of the rules that fired (one per rule id), cross-referenced and most severe first:
+    by severity (high, medium, low), then share (descending), then id."""
+    found = {f.id: f for f in findings if f is not None}
     _point_exposed_comm_at_straggler(found)
     order = {name: i for i, name in enumerate(SEVERITIES)}
     return tuple(sorted(found.values(), key=lambda f: (order[f.severity], -f.share, f.id)))

@@ -5,13 +5,14 @@ rules, the event table joined to devices: per device its step windows and breakd
 (``DeviceTotals``), its kernels with their class (:mod:`traceq.analyses.kernel_classes`) and its
 gaps (``Analysis.gap_table``).  Every rule measures
 a *cost* in ns per device, divides it by the device's step time (the sum of its step windows),
-and fires on the worst device when that share reaches :data:`FIRE_SHARE`.  ``docs/findings.md``
-documents each rule.
+and fires on the worst device when that share reaches :data:`FIRE_SHARE`
+(:func:`worst_device`, whose :meth:`WorstDevice.finding` adds the other devices over the
+threshold to the evidence).  ``docs/findings.md`` documents each rule.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -20,7 +21,7 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.kernel_classes import kernel_class_expr
-from traceq.analyses.model import Analysis, Evidence, JobAnalysis, Mfu
+from traceq.analyses.model import Analysis, Evidence, Finding, JobAnalysis, Mfu
 from traceq.analyses.steps import devices as device_table
 from traceq.analyses.steps import gpu_rows_of, step_windows, with_dev
 
@@ -279,8 +280,51 @@ def where(step_name: str | None, offset_ns: int | None) -> str:
     return f"{step_name} +{fmt_ns(offset_ns)}"
 
 
+@dataclass(frozen=True)
+class WorstDevice:
+    """The device a rule fires on: the one with the largest cost share, and every device ranked."""
+
+    share: float
+    """The cost's share of ``device``'s step time: the finding's trigger."""
+    device: DeviceTotals
+    ranked: tuple[tuple[float, DeviceTotals], ...]
+    """``(share, device)`` for every device with step time, worst first (:meth:`FindingContext.ranked`)."""
+
+    def finding(
+        self,
+        finding_id: str,
+        *,
+        title: str,
+        metrics: Mapping[str, float],
+        evidence: Iterable[Evidence],
+        fix: str,
+        also: str,
+    ) -> Finding:
+        """The finding on :attr:`device`, its severity by :attr:`share`: ``evidence``, then an
+        ``Also <device>: <also> <share> of step time`` line per other device over the threshold."""
+        return Finding(
+            id=finding_id,
+            severity=severity(self.share),
+            title=title,
+            share=self.share,
+            metrics=metrics,
+            evidence=(*evidence, *other_devices(self.ranked, also)),
+            fix=fix,
+        )
+
+
+def worst_device(ctx: FindingContext, cost_ns: Callable[[DeviceTotals], int | float]) -> WorstDevice | None:
+    """The device whose ``cost_ns`` takes the largest share of its step time, when that share
+    reaches :data:`FIRE_SHARE`; None when the rule does not fire."""
+    ranked = ctx.ranked(cost_ns)
+    if not ranked or ranked[0][0] < FIRE_SHARE:
+        return None
+    share, d = ranked[0]
+    return WorstDevice(share=share, device=d, ranked=tuple(ranked))
+
+
 def other_devices(
-    ranked: list[tuple[float, DeviceTotals]], what: str, *, threshold: float = FIRE_SHARE
+    ranked: Sequence[tuple[float, DeviceTotals]], what: str, *, threshold: float = FIRE_SHARE
 ) -> list[Evidence]:
     """Evidence lines for the devices after the worst one that also reach the threshold."""
     out = []

@@ -26,14 +26,12 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.findings_base import (
-    FIRE_SHARE,
     DeviceTotals,
     FindingContext,
     fmt_ns,
     fmt_share,
-    other_devices,
-    severity,
     short_name,
+    worst_device,
 )
 from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES
 from traceq.analyses.model import Evidence, Finding
@@ -87,10 +85,10 @@ def memory_bound_split(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, 
 def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
     """Memory-bound kernels take more step time than the math they surround justifies."""
     split = {d.dev: memory_bound_split(ctx, d) for d in ctx.devices}
-    ranked = ctx.ranked(lambda d: split[d.dev][2])
-    if not ranked or ranked[0][0] < FIRE_SHARE:
+    worst = worst_device(ctx, lambda d: split[d.dev][2])
+    if worst is None:
         return None
-    share, d = ranked[0]
+    share, d = worst.share, worst.device
     memory_ns, math_ns, excess_ns = split[d.dev]
     kernels = _device_kernels(
         ctx, d, "name", "kernel_class", "start_ns", "end_ns", "dur_ns", "in_steps_ns", steps_only=True
@@ -143,15 +141,12 @@ def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
                 value_ns=int(ns),
             )
         )
-    evidence += other_devices(ranked, "memory-bound time beyond the allowance")
-    return Finding(
-        id="memory_bound_kernels",
-        severity=severity(share),
+    return worst.finding(
+        "memory_bound_kernels",
         title=(
             f"Memory-bound kernels (elementwise, norm, softmax, ...) take {fmt_share(memory_ns / d.dur_ns)} of step "
             f"time, {fmt_share(share)} beyond {MEMORY_BOUND_ALLOWANCE:g}x the matmul time ({d.label})"
         ),
-        share=share,
         metrics={
             "memory_bound_ns": memory_ns,
             "math_ns": math_ns,
@@ -163,8 +158,9 @@ def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
             "memory_bound_excess_share": share,
             "steps": d.windows,
         },
-        evidence=tuple(evidence),
+        evidence=evidence,
         fix=MEMORY_FIX,
+        also="memory-bound time beyond the allowance",
     )
 
 
@@ -196,10 +192,10 @@ def small_kernel_cost(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, i
 def small_kernels(ctx: FindingContext) -> Finding | None:
     """Short kernels and the launch gaps before them take a large share of step time."""
     cost = {d.dev: small_kernel_cost(ctx, d) for d in ctx.devices}
-    ranked = ctx.ranked(lambda d: cost[d.dev][2])
-    if not ranked or ranked[0][0] < FIRE_SHARE:
+    worst = worst_device(ctx, lambda d: cost[d.dev][2])
+    if worst is None:
         return None
-    share, d = ranked[0]
+    share, d = worst.share, worst.device
     short_ns, gap_ns, cost_ns = cost[d.dev]
     kernels = _device_kernels(ctx, d, "name", "dur_ns", steps_only=True)
     durations = kernels.get_column("dur_ns").to_numpy()
@@ -245,15 +241,12 @@ def small_kernels(ctx: FindingContext) -> Finding | None:
                 value_ns=int(ns),
             )
         )
-    evidence += other_devices(ranked, "short kernels and their launch gaps")
-    return Finding(
-        id="small_kernels",
-        severity=severity(share),
+    return worst.finding(
+        "small_kernels",
         title=(
             f"Kernels under {fmt_ns(SHORT_KERNEL_NS)} and the launch gaps before them take {fmt_share(share)} of "
             f"step time; {short_share:.0%} of kernels are that short ({d.label})"
         ),
-        share=share,
         metrics={
             "short_kernel_ns": short_ns,
             "short_launch_gap_ns": gap_ns,
@@ -266,6 +259,7 @@ def small_kernels(ctx: FindingContext) -> Finding | None:
             "median_kernel_ns": p50,
             "steps": d.windows,
         },
-        evidence=tuple(evidence),
+        evidence=evidence,
         fix=SMALL_FIX,
+        also="short kernels and their launch gaps",
     )

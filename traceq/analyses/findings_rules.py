@@ -17,18 +17,16 @@ import polars as pl
 from traceq import intervals as iv
 from traceq import schema
 from traceq.analyses.findings_base import (
-    FIRE_SHARE,
     DeviceTotals,
     FindingContext,
     fmt_bytes,
     fmt_ns,
     fmt_share,
     median_int,
-    other_devices,
-    severity,
     short_name,
     where,
     with_step,
+    worst_device,
 )
 from traceq.analyses.gaps import sync_calls
 from traceq.analyses.model import Evidence, Finding
@@ -59,10 +57,10 @@ MAX_GROUPS = 3
 
 def launch_bound(ctx: FindingContext) -> Finding | None:
     """Idle time in ``launch`` gaps: the CPU was late with the next kernel."""
-    ranked = ctx.ranked(lambda d: d.idle_by_cause_ns["launch"])
-    if not ranked or ranked[0][0] < FIRE_SHARE:
+    worst = worst_device(ctx, lambda d: d.idle_by_cause_ns["launch"])
+    if worst is None:
         return None
-    share, d = ranked[0]
+    share, d = worst.share, worst.device
     gaps = ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col("cause") == "launch") & (pl.col("in_steps_ns") > 0))
     gaps = gaps.with_columns((pl.col("next_end_ns") - pl.col("next_start_ns")).alias("next_dur_ns"))
     t_k = median_int(gaps.get_column("next_dur_ns")) or 0
@@ -103,12 +101,9 @@ def launch_bound(ctx: FindingContext) -> Finding | None:
             )
         )
     evidence.append(_longest_gap(ctx, gaps, d))
-    evidence += other_devices(ranked, "launch gaps")
-    return Finding(
-        id="launch_bound",
-        severity=severity(share),
+    return worst.finding(
+        "launch_bound",
         title=f"GPU idle {fmt_share(share)} of step time waiting for kernel launches ({d.label})",
-        share=share,
         metrics={
             "launch_idle_ns": idle_ns,
             "step_ns": d.dur_ns,
@@ -119,8 +114,9 @@ def launch_bound(ctx: FindingContext) -> Finding | None:
             "busy_bound": busy,
             "steps": d.windows,
         },
-        evidence=tuple(evidence),
+        evidence=evidence,
         fix=LAUNCH_FIX,
+        also="launch gaps",
     )
 
 
@@ -166,10 +162,10 @@ def _longest_gap(ctx: FindingContext, gaps: pl.DataFrame, d: DeviceTotals) -> Ev
 
 def host_sync(ctx: FindingContext) -> Finding | None:
     """Idle time in ``sync`` gaps: the CPU blocked on the GPU, then had to refill its queue."""
-    ranked = ctx.ranked(lambda d: d.idle_by_cause_ns["sync"])
-    if not ranked or ranked[0][0] < FIRE_SHARE:
+    worst = worst_device(ctx, lambda d: d.idle_by_cause_ns["sync"])
+    if worst is None:
         return None
-    share, d = ranked[0]
+    share, d = worst.share, worst.device
     gaps = ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col("cause") == "sync") & (pl.col("in_steps_ns") > 0))
     steps = max(d.windows, 1)
     syncs = sync_calls(ctx.events).filter((pl.col("source") == d.source) & (pl.col("pid").eq_missing(d.pid)))
@@ -213,12 +209,9 @@ def host_sync(ctx: FindingContext) -> Finding | None:
                 value_ns=row["dur_ns"],
             )
         )
-    evidence += other_devices(ranked, "sync gaps")
-    return Finding(
-        id="host_sync",
-        severity=severity(share),
+    return worst.finding(
+        "host_sync",
         title=f"GPU idle {fmt_share(share)} of step time after host-device syncs ({d.label})",
-        share=share,
         metrics={
             "sync_idle_ns": d.idle_by_cause_ns["sync"],
             "step_ns": d.dur_ns,
@@ -227,17 +220,18 @@ def host_sync(ctx: FindingContext) -> Finding | None:
             "sync_gaps_per_step": gaps.height / steps,
             "steps": d.windows,
         },
-        evidence=tuple(evidence),
+        evidence=evidence,
         fix=SYNC_FIX,
+        also="sync gaps",
     )
 
 
 def input_stall(ctx: FindingContext) -> Finding | None:
     """Idle time in ``input`` gaps: the GPU waited for a host-to-device copy of the batch."""
-    ranked = ctx.ranked(lambda d: d.idle_by_cause_ns["input"])
-    if not ranked or ranked[0][0] < FIRE_SHARE:
+    worst = worst_device(ctx, lambda d: d.idle_by_cause_ns["input"])
+    if worst is None:
         return None
-    share, d = ranked[0]
+    share, d = worst.share, worst.device
     gaps = ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col("cause") == "input") & (pl.col("in_steps_ns") > 0))
     copies = ctx.device_rows(d, ("memcpy",), "correlation", "start_ns", "bytes").select(
         pl.col("correlation").alias("next_correlation"), pl.col("start_ns").alias("next_start_ns"), "bytes"
@@ -277,12 +271,9 @@ def input_stall(ctx: FindingContext) -> Finding | None:
                 value_ns=row["dur_ns"],
             )
         )
-    evidence += other_devices(ranked, "input gaps")
-    return Finding(
-        id="input_stall",
-        severity=severity(share),
+    return worst.finding(
+        "input_stall",
         title=f"GPU idle {fmt_share(share)} of step time waiting for input data ({d.label})",
-        share=share,
         metrics={
             "input_idle_ns": d.idle_by_cause_ns["input"],
             "step_ns": d.dur_ns,
@@ -291,17 +282,18 @@ def input_stall(ctx: FindingContext) -> Finding | None:
             "htod_bytes": total_bytes,
             "steps": d.windows,
         },
-        evidence=tuple(evidence),
+        evidence=evidence,
         fix=INPUT_FIX,
+        also="input gaps",
     )
 
 
 def exposed_comm(ctx: FindingContext) -> Finding | None:
     """Communication with no compute beside it: ``|(U(comm) − U(compute)) ∩ steps|``."""
-    ranked = ctx.ranked(lambda d: d.exposed_comm_ns)
-    if not ranked or ranked[0][0] < FIRE_SHARE:
+    worst = worst_device(ctx, lambda d: d.exposed_comm_ns)
+    if worst is None:
         return None
-    share, d = ranked[0]
+    share, d = worst.share, worst.device
     acts = ctx.kernels.filter(pl.col("dev") == d.dev)
     comm = acts.filter(pl.col("is_comm"))
     compute = iv.merge(iv.Intervals.from_frame(_compute_activity(ctx, d.dev)))
@@ -339,12 +331,9 @@ def exposed_comm(ctx: FindingContext) -> Finding | None:
                 value_ns=row["exposed_ns"],
             )
         )
-    evidence += other_devices(ranked, "exposed communication")
-    return Finding(
-        id="exposed_comm",
-        severity=severity(share),
+    return worst.finding(
+        "exposed_comm",
         title=f"Communication with no compute beside it takes {fmt_share(share)} of step time ({d.label})",
-        share=share,
         metrics={
             "exposed_comm_ns": d.exposed_comm_ns,
             "comm_ns": d.comm_ns,
@@ -354,8 +343,9 @@ def exposed_comm(ctx: FindingContext) -> Finding | None:
             "collectives": comm.height,
             "steps": d.windows,
         },
-        evidence=tuple(evidence),
+        evidence=evidence,
         fix=COMM_FIX,
+        also="exposed communication",
     )
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from traceq.analyses.gpu_peaks import GpuPeak, match_gpu
 from traceq.analyses.model import Analysis, Mfu, MfuStep
 from traceq.errors import InvalidArgumentError
-from traceq.meta import GpuInfo
+from traceq.meta import GpuInfo, SourceMeta
 
 RECOMPUTE_FACTOR = 4.0 / 3.0
 """Hardware over model FLOPs with full activation recomputation (one extra forward: 8Ψ over 6Ψ)."""
@@ -132,6 +132,13 @@ def resolve_peak(gpu_names: Sequence[str | GpuInfo], peak_tflops: float | None =
         raise InvalidArgumentError(f"the trace mixes GPUs with different peaks ({', '.join(sorted(peaks))})", hint=hint)
     name, peak = sorted(found.items())[0]
     return peak.dense_flops, f"{name} = {peak.model}, {peak.dense_tflops:g} TFLOP/s dense {peak.precision}"
+
+
+def job_gpus(sources: Sequence[SourceMeta], analysis: Analysis) -> int:
+    """The GPUs that share the tokens by default: the largest world size the sources state, else the
+    number of devices in the analysis (at least 1)."""
+    sizes = {s.world_size for s in sources if s.world_size}
+    return max(sizes) if sizes else max(len(analysis.devices), 1)
 
 
 def compute_mfu(

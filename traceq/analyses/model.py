@@ -127,7 +127,9 @@ class Analysis:
 
     ``devices``/``steps``/``kernels`` are complete; ``gaps`` holds the longest ``max_gaps`` gaps
     (longest first) while ``gap_table`` holds every gap as a DataFrame (columns documented in
-    :func:`traceq.analyses.gaps.attribute_gaps`).
+    :func:`traceq.analyses.gaps.attribute_gaps`), except in an analysis merged from per-rank
+    summaries (:mod:`traceq.analyses.by_rank`), whose ``gap_table`` holds no rows (the gaps stay
+    in each rank's table) and whose ``gaps_total`` counts them.
     """
 
     step_pattern: str
@@ -136,6 +138,13 @@ class Analysis:
     gaps: tuple[Gap, ...]
     kernels: tuple[KernelStat, ...]
     gap_table: pl.DataFrame = field(repr=False, compare=False)
+    gaps_total: int | None = field(default=None, repr=False, compare=False)
+    """Gaps in all, where ``gap_table`` does not hold them all; None: ``gap_table.height``."""
+
+    @property
+    def gap_count(self) -> int:
+        """How many gaps the devices have in all (``gaps`` lists the longest of them)."""
+        return self.gap_table.height if self.gaps_total is None else self.gaps_total
 
     def devices_frame(self) -> pl.DataFrame:
         """One row per device; ``idle_<cause>_ns`` columns flatten ``idle_by_cause_ns``."""

@@ -3,8 +3,8 @@
 The work is split by stage, one module each:
 
 * :mod:`~traceq.importers.kineto_scan` -- bytes: map or gunzip the file, find the event array;
-* :mod:`~traceq.importers.kineto_tokens` (with :mod:`~traceq.importers.kineto_bits`) -- where each
-  event's fields are, found with numpy; :mod:`~traceq.importers.kineto_columns` -- their columns;
+* :mod:`~traceq.importers.kineto_fast` (over the compiled ``_kineto_scan``) -- one validating pass
+  over a block of events that writes the columns of the fields read;
 * :mod:`~traceq.importers.kineto_parse` -- the raw event frame by the columnar fast path, and
   :mod:`~traceq.importers.kineto_lenient` -- the same frame by the lenient fallback;
 * :mod:`~traceq.importers.kineto_compact` -- per-event normalisation, a block at a time;
@@ -25,13 +25,14 @@ import polars as pl
 from traceq import schema
 from traceq.errors import EmptyTraceError, UnsupportedFormatError
 from traceq.importers.kineto_compact import compact
+from traceq.importers.kineto_fast import FastPathDeclined
 from traceq.importers.kineto_lenient import parse_lenient
 from traceq.importers.kineto_meta import build_meta, distributed_int, event_facts
 from traceq.importers.kineto_normalise import normalise
 from traceq.importers.kineto_parse import ParsedTrace, parse_fast
 from traceq.importers.kineto_scan import read_trace_bytes
-from traceq.importers.kineto_tokens import FastPathDeclined
 from traceq.importers.result import ImportResult
+from traceq.importers.time_sort import sort_by_time
 from traceq.stats import ImportStats
 
 Parser = Literal["auto", "fast", "lenient"]
@@ -80,17 +81,14 @@ def read_kineto(path: Path, *, parser: Parser = "auto") -> ImportResult:
 
 
 def _sorted_by_time(rows: pl.DataFrame) -> pl.DataFrame:
-    """``rows`` by (start_ns, end_ns, file order), without ``idx``; empties ``rows`` as it goes.
+    """``rows`` by (start_ns, end_ns, file order), without ``idx``; empties ``rows``.
 
-    Gathering one column at a time and dropping the unsorted one keeps a second copy of the
-    table from ever existing (a plain ``sort`` would double the peak memory of this step).
+    The rows come in file order (``idx``), so the stable sort on the times keeps it on ties.
     """
-    order = rows.select(pl.arg_sort_by("start_ns", "end_ns", "idx")).to_series()
+    if not rows["idx"].is_sorted():
+        rows = rows.sort("idx")
     rows.drop_in_place("idx")
-    columns = []
-    for name in list(rows.columns):
-        columns.append(rows.drop_in_place(name).gather(order))
-    return pl.DataFrame(columns)
+    return sort_by_time([rows])
 
 
 def _parse(path: Path, parser: Parser) -> ParsedTrace:

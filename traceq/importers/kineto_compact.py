@@ -2,7 +2,7 @@
 
 :func:`compact` runs on each block of the raw frame (``kineto_parse.RAW_SCHEMA``) as it is
 parsed and keeps only typed, narrow columns (:data:`COMPACT_SCHEMA`): times in ns, the phase
-outcome, ids parsed from text, ``grid``/``block`` split into ints.  Whatever needs only the event
+outcome, ids parsed from text.  Whatever needs only the event
 itself is done here, so the raw string columns of a whole file never coexist; what needs the whole
 trace is in :mod:`traceq.importers.kineto_normalise`.  Also here: the time conversion, the parsing
 of ids written as text, and the skip reasons.
@@ -17,8 +17,6 @@ import polars as pl
 
 _ROW_PHASES: Final = frozenset({"X", "B", "E", "i", "I"})
 """Phases that can become rows: complete events, begin/end pairs, instants (and the old ``I``)."""
-_TRIPLE: Final = r"^\[\s*(?<x>-?\d+)\s*,\s*(?<y>-?\d+)\s*,\s*(?<z>-?\d+)\s*\]$"
-"""A kernel's ``grid``/``block`` as polars spells the ``[x, y, z]`` array it read into a string."""
 
 MAX_ABS_US: Final = 4e15
 """|ts| and dur at or beyond this (year 2096 as epoch µs) are out of range, so that ts + dur fits int64 ns."""
@@ -74,6 +72,9 @@ COMPACT_SCHEMA: Final = pl.Schema(
 tid text (tid without its ``"stream "`` prefix), ``stream_tid`` says the tid had that prefix;
 ``outcome`` is ``row`` or the skip reason; ``*_arg`` are ``args.device``/``args.stream``;
 ``meta_name`` is ``args.name`` (the payload of ``M`` events)."""
+
+TRIPLE_COLUMNS: Final = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+"""A kernel's grid and block, as both parsers read them (``kineto_parse.TRIPLE_FIELDS``)."""
 
 PER_EVENT_ARG_COLUMNS: Final = (
     "correlation",
@@ -163,14 +164,12 @@ def compact(raw: pl.DataFrame) -> pl.DataFrame:
     start_ns = pl.when(_in_range(ts)).then(us_to_ns(ts))
     dur_ns = pl.when(_in_range(dur)).then(us_to_ns(dur))
     is_x = (ph == "X").fill_null(False)
-    # Each triple is extracted once into a struct column, then split.
-    raw = raw.with_columns(_triple(pl.col("args.grid")).alias("grid"), _triple(pl.col("args.block")).alias("block"))
-    grid, block = pl.col("grid"), pl.col("block")
     return raw.select(
         "idx",
         "ph",
         "cat",
         "name",
+        *TRIPLE_COLUMNS,
         pid_text=pl.col("pid").cast(pl.Categorical),
         tid_key=pl.col("tid").str.strip_prefix("stream ").cast(pl.Categorical),
         stream_tid=pl.col("tid").str.starts_with("stream ").fill_null(False),
@@ -199,12 +198,6 @@ def compact(raw: pl.DataFrame) -> pl.DataFrame:
         stream_arg=lookup(raw, "args.stream", int_from_text, pl.Int64()),
         has_collective=pl.col("args.Collective name").is_not_null(),
         meta_name=pl.col("args.name"),
-        grid_x=grid.struct.field("x"),
-        grid_y=grid.struct.field("y"),
-        grid_z=grid.struct.field("z"),
-        block_x=block.struct.field("x"),
-        block_y=block.struct.field("y"),
-        block_z=block.struct.field("z"),
     )
 
 
@@ -214,9 +207,3 @@ def _flow_ids(raw: pl.DataFrame) -> pl.Expr:
     decimal = pl.col("id").str.to_integer(base=10, strict=False)
     missed = raw.select((pl.col("id").is_not_null() & decimal.is_null()).any()).item()
     return int_from_text(pl.col("id")) if missed else decimal
-
-
-def _triple(text: pl.Expr) -> pl.Expr:
-    """``"[x, y, z]"`` (a kernel's grid or block, read as text) -> struct of Int32 x, y, z; else nulls."""
-    groups = text.str.extract_groups(_TRIPLE)
-    return pl.struct(*(groups.struct.field(axis).cast(pl.Int32, strict=False).alias(axis) for axis in ("x", "y", "z")))

@@ -21,12 +21,12 @@ from typing import Any, Final
 import polars as pl
 
 from traceq.errors import CorruptTraceError, EmptyTraceError, UnsupportedFormatError
-from traceq.importers.kineto_bits import Raw
-from traceq.importers.kineto_columns import float_text
+from traceq.importers.kineto_fast import NO_TRIPLE, Raw, Triple, float_text, triple_of_list, triple_of_text
 from traceq.importers.kineto_parse import (
     ARG_FIELDS,
     RAW_SCHEMA,
     TOP_FIELDS,
+    TRIPLE_FIELDS,
     UNCLOSED_ARRAY_WARNING,
     Compact,
     ParsedTrace,
@@ -295,6 +295,14 @@ def _as_int(value: Any, clean: bool) -> int | None:
     return None
 
 
+def _as_triple(value: Any) -> Triple:
+    if isinstance(value, list):
+        return triple_of_list(value)
+    if isinstance(value, str):
+        return triple_of_text(value)
+    return NO_TRIPLE
+
+
 _Converter = Callable[[Any, bool], Any]
 
 
@@ -314,6 +322,7 @@ def _events_to_frame(events: Iterable[Any], *, clean: bool) -> tuple[pl.DataFram
     columns: dict[str, list[Any]] = {name: [] for name in RAW_SCHEMA.names()}
     top_columns = [(columns[name], name, conv) for name, conv in _TOP_CONVERTERS]
     arg_columns = [(columns[f"args.{name}"], name, conv) for name, conv in _ARG_CONVERTERS]
+    triple_columns = [(name, [columns[f"{name}_{axis}"] for axis in "xyz"]) for name in TRIPLE_FIELDS]
     index = columns["idx"]
     non_objects = 0
     for position, event in enumerate(events):
@@ -328,4 +337,7 @@ def _events_to_frame(events: Iterable[Any], *, clean: bool) -> tuple[pl.DataFram
             args = {}
         for column, name, conv in arg_columns:
             column.append(conv(args.get(name), clean))
+        for name, parts in triple_columns:
+            for part, value in zip(parts, _as_triple(args.get(name)), strict=True):
+                part.append(value)
     return pl.DataFrame(columns, schema=RAW_SCHEMA), non_objects

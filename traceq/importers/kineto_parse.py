@@ -4,35 +4,34 @@ Two parsers produce the same raw frame (:data:`RAW_SCHEMA`; ``idx`` is the event
 array) and hand it, a block at a time, to a ``compact`` callback (the importer's per-event
 normalisation), so that the bulky raw columns never exist for the whole file at once:
 
-* :func:`parse_fast` -- the columnar path: :mod:`traceq.importers.kineto_tokens` finds, with numpy
-  and a chunk of the event array at a time, where each event's fields are, and
-  :mod:`traceq.importers.kineto_columns` hands their text to polars as Arrow string views over the
-  file's own bytes, so no Python object is built per event.  Anything the tokenizer cannot vouch
-  for makes the fast path decline rather than guess.
+* :func:`parse_fast` -- the columnar path: the compiled scanner validates a block of the event
+  array as strict JSON and writes the Arrow buffers of the fields read in one pass
+  (:mod:`traceq.importers.kineto_fast`), so no Python object is built per event.  Anything the
+  scanner cannot vouch for makes the fast path decline rather than guess.
 * :func:`~traceq.importers.kineto_lenient.parse_lenient` -- Python's ``json`` after a repair pass,
   used only when the fast path declines; same raw frame (see that module).
 
 ``ts``/``dur`` are read as IEEE doubles, as every Chrome-trace viewer does.  Fields that mix types
 in real files (``pid``, ``tid``, ``id``, ``device``, ``stream``: ints, ``"stream 7"``, ``"Spans"``,
-``"0x0"``; ``grid``: ``[x, y, z]`` or Inductor's ``"grid(100,)"``) are read as strings and
-interpreted by the callback.  Text fields with few distinct values are made ``Categorical`` at once
-(4 bytes a row instead of a 16-byte string view).
+``"0x0"``) are read as strings and interpreted by the callback; a kernel's ``grid``/``block``
+(``[x, y, z]``, or Inductor's ``"grid(100,)"``) is read into three Int32 columns.  Text fields
+with few distinct values are made ``Categorical`` at once (4 bytes a row instead of a 16-byte
+string view).
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import numpy as np
 import polars as pl
 
-from traceq.importers.kineto_bits import Raw
-from traceq.importers.kineto_columns import raw_block
+from traceq.importers.kineto_fast import CLOSED, OPEN_END, FastPathDeclined, FieldSpec, Raw, scan, to_block, trim
 from traceq.importers.kineto_scan import Container, locate_event_array
-from traceq.importers.kineto_tokens import FastPathDeclined, KeyTable, tokenize
 
 TOP_FIELDS: Final[dict[str, pl.DataType]] = {
     "ph": pl.Categorical(),
@@ -60,14 +59,20 @@ ARG_FIELDS: Final[dict[str, pl.DataType]] = {
     "graph id": pl.Int64(),
     "Collective name": pl.Categorical(),
     "name": pl.Categorical(),
-    "grid": pl.String(),
-    "block": pl.String(),
 }
 """``args`` keys read (``name`` is the payload of ``M`` events); raw-frame column ``args.<key>``."""
 
-_READ_SCHEMA: Final = pl.Schema({**TOP_FIELDS, "args": pl.Struct(ARG_FIELDS)})
+TRIPLE_FIELDS: Final = ("grid", "block")
+"""``args`` keys holding a kernel's ``[x, y, z]``: raw-frame columns ``<key>_x``, ``<key>_y``, ``<key>_z``
+(Int32; see :func:`traceq.importers.kineto_fast.triple_of_text` for what counts as a triple)."""
+
 RAW_SCHEMA: Final = pl.Schema(
-    {"idx": pl.UInt32(), **TOP_FIELDS, **{f"args.{k}": dtype for k, dtype in ARG_FIELDS.items()}}
+    {
+        "idx": pl.UInt32(),
+        **TOP_FIELDS,
+        **{f"args.{k}": dtype for k, dtype in ARG_FIELDS.items()},
+        **{f"{k}_{axis}": pl.Int32() for k in TRIPLE_FIELDS for axis in "xyz"},
+    }
 )
 """The raw event frame: ``idx`` (position in the array), then the fields above."""
 
@@ -99,40 +104,62 @@ class ParsedTrace:
 # --------------------------------------------------------------------------------------------
 # Fast path
 
-CHUNK_BYTES: Final = 4 << 20
-"""Bytes of the event array tokenized at a time (doubled while no event ends inside a chunk)."""
-_KEYS: Final = KeyTable(list(dict.fromkeys([*TOP_FIELDS, "args", *ARG_FIELDS])))
-_TOP_KEYS: Final = frozenset([*TOP_FIELDS, "args"])
-_ARG_KEYS: Final = frozenset(ARG_FIELDS)
+CHUNK_BYTES: Final = 32 << 20
+"""Bytes of the event array scanned at a time (a pass stops after the first event ending past them)."""
+_SPEC: Final = FieldSpec.of(RAW_SCHEMA, TRIPLE_FIELDS)
 
 
 def parse_fast(buf: Raw, compact: Compact) -> ParsedTrace:
     """Parse with the columnar path; raises :class:`FastPathDeclined` for anything it cannot vouch for.
 
-    ``buf`` is only read.
+    ``buf`` is only read.  The scanner runs without the GIL, so each block's pass runs on a helper
+    thread while the previous block is converted and compacted here.
     """
     container, start = locate_event_array(buf)
-    data = np.frombuffer(buf, dtype=np.uint8)
     frames: list[pl.DataFrame] = []
-    at, size, first, index = start + 1, CHUNK_BYTES, True, 0
-    while True:
-        chunk = tokenize(buf, data, at, min(at + size, len(buf)), _KEYS, _TOP_KEYS, _ARG_KEYS, first=first)
-        if chunk is None:
-            size *= 2
-            continue
-        frames.append(compact(raw_block(buf, data, chunk, RAW_SCHEMA, index)))
-        index += chunk.events
-        at, size, first = chunk.consumed, CHUNK_BYTES, False
-        if chunk.closed or chunk.open_end:
-            break
-    if chunk.open_end and container == "object":
+    index = 0
+    released = _Release(buf)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-scan") as pool:
+        pending = pool.submit(scan, buf, start + 1, start + 1 + CHUNK_BYTES, first=True, spec=_SPEC)
+        while True:
+            scanned = pending.result()
+            at, closed, open_end = scanned.consumed, scanned.status == CLOSED, scanned.status == OPEN_END
+            if not (closed or open_end):
+                pending = pool.submit(scan, buf, at, at + CHUNK_BYTES, first=False, spec=_SPEC)
+            block = to_block(buf, scanned, spec=_SPEC, first_index=index)
+            del scanned
+            index += block.events
+            frames.append(compact(block.frame))
+            del block
+            released.up_to(at)
+            if closed or open_end:
+                break
+    trim()
+    if open_end and container == "object":
         raise FastPathDeclined("the event array is cut off before its closing bracket")
-    if container == "array" and chunk.closed and buf[at + 1 :].strip():
+    if container == "array" and closed and buf[at + 1 :].strip():
         raise FastPathDeclined("bytes after the closing bracket of the array")
     top = _top_level_keys(buf, start, at) if container == "object" else {}
     events = pl.concat(frames) if len(frames) > 1 else frames[0]
-    warnings = (UNCLOSED_ARRAY_WARNING,) if chunk.open_end else ()
+    warnings = (UNCLOSED_ARRAY_WARNING,) if open_end else ()
     return ParsedTrace(events, top, container, "fast", 0, warnings)
+
+
+class _Release:
+    """Gives back the pages of a memory-mapped file once its events are compacted (they stay in the
+    page cache, but leave this process's resident memory); a no-op for other buffers."""
+
+    def __init__(self, buf: Raw):
+        self._map = buf if isinstance(buf, mmap.mmap) else None
+        self._done = 0
+
+    def up_to(self, offset: int) -> None:
+        if self._map is None:
+            return
+        end = offset - offset % mmap.PAGESIZE
+        if end > self._done:
+            self._map.madvise(mmap.MADV_DONTNEED, self._done, end - self._done)
+            self._done = end
 
 
 def _top_level_keys(buf: Raw, start: int, stop: int) -> dict[str, Any]:

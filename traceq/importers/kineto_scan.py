@@ -2,7 +2,7 @@
 
 :func:`read_trace_bytes` returns the file's JSON bytes (gunzipped into one preallocated
 ``bytearray`` when the content is gzip); :func:`locate_event_array` finds the ``[`` that opens the
-events.  What happens inside the array is :mod:`traceq.importers.kineto_tokens`'s business.
+events.  What happens inside the array is :mod:`traceq.importers.kineto_fast`'s business.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from traceq.errors import CorruptTraceError, InputNotFoundError
-from traceq.importers.kineto_bits import Raw
-from traceq.importers.kineto_tokens import FastPathDeclined
+from traceq.importers.kineto_fast import FastPathDeclined, Raw
 
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _GZIP_MIN_BYTES: Final = 18
@@ -26,8 +25,6 @@ _READ_STEP_BYTES: Final = 16 << 20
 """Gzip is inflated this many bytes at a time, so no temporary ever holds the whole file."""
 
 MAP_MIN_BYTES: Final = 1 << 20
-_POPULATE: Final = getattr(mmap, "MAP_POPULATE", 0)
-"""Fault the whole mapping in at once (Linux), rather than a page at a time as it is read."""
 _WHITESPACE: Final = b" \t\r\n"
 _BOM: Final = b"\xef\xbb\xbf"
 _KEY_TAIL: Final = re.compile(rb"\s*:\s*\[")
@@ -47,7 +44,9 @@ def read_trace_bytes(path: Path) -> Raw:
                 fh.seek(0)
                 if size < MAP_MIN_BYTES:
                     return fh.read()
-                return mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_PRIVATE | _POPULATE, prot=mmap.PROT_READ)
+                mapped = mmap.mmap(fh.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+                mapped.madvise(mmap.MADV_SEQUENTIAL)  # read ahead; the parser gives pages back as it goes
+                return mapped
             compressed_size = fh.seek(0, 2)
             if compressed_size < _GZIP_MIN_BYTES:
                 raise CorruptTraceError(

@@ -3,9 +3,9 @@
 Reads the small descriptive tables of an export (``META_DATA_EXPORT`` or its ≤2022 name
 ``EXPORT_META_DATA``, ``TARGET_INFO_GPU`` or the early-2021 ``TARGET_INFO_CUDA_GPU``,
 ``TARGET_INFO_SESSION_START_TIME``, ``ANALYSIS_DETAILS``, ``TARGET_INFO_SYSTEM_ENV``,
-``DIAGNOSTIC_EVENT``, ``MPI_RANKS``) and turns them into the pieces of a
-:class:`~traceq.meta.SourceMeta`.  Every table is optional: mid-2021 exports have no metadata table
-at all, and trimmed exports lack ``TARGET_INFO_GPU``.
+``DIAGNOSTIC_EVENT``, ``MPI_RANKS``, the captured environment in ``META_DATA_CAPTURE``) and turns
+them into the pieces of a :class:`~traceq.meta.SourceMeta`.  Every table is optional: mid-2021
+exports have no metadata table at all, and trimmed exports lack ``TARGET_INFO_GPU``.
 """
 
 from __future__ import annotations
@@ -194,6 +194,43 @@ def rank_map(db: ExportDb) -> pl.DataFrame:
         .agg(pl.col("rank").min())
         .sort("proc")
     )
+
+
+@dataclass(frozen=True)
+class LaunchEnv:
+    """What the launched process's environment says of its place in a distributed job.
+
+    From the ``PROCESS_<n>:ENVIRONMENT_VARIABLE`` rows of ``META_DATA_CAPTURE`` (values
+    ``NAME="value"``), as set by ``torchrun`` and most launchers: ``RANK``, ``LOCAL_RANK``,
+    ``WORLD_SIZE``.  A variable counts only when it is an integer and every launched process that
+    sets it agrees; None otherwise.
+    """
+
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
+
+
+_LAUNCH_VARIABLES: Final = ("RANK", "LOCAL_RANK", "WORLD_SIZE")
+_ENV_ROW = re.compile(r"^PROCESS_\d+:ENVIRONMENT_VARIABLE$")
+_ENV_VALUE = re.compile(r'^([A-Za-z_][A-Za-z0-9_]*)="?(.*?)"?$', re.DOTALL)
+
+
+def launch_env(db: ExportDb) -> LaunchEnv:
+    """``RANK``, ``LOCAL_RANK`` and ``WORLD_SIZE`` from the captured environment (``META_DATA_CAPTURE``,
+    2023+ exports); all None where the export has no such table or the variables are not set."""
+    table = db.table("META_DATA_CAPTURE")
+    if table is None or not {"name", "value"} <= set(db.columns(table)):
+        return LaunchEnv()
+    found: dict[str, set[str]] = {name: set() for name in _LAUNCH_VARIABLES}
+    for row in db.rows(table, ("name", "value")):
+        if not _ENV_ROW.match(str(row.get("name") or "")):
+            continue
+        match = _ENV_VALUE.match(str(row.get("value") or "").strip())
+        if match and match[1] in found:
+            found[match[1]].add(match[2].strip())
+    values = {name: _int(next(iter(seen))) if len(seen) == 1 else None for name, seen in found.items()}
+    return LaunchEnv(rank=values["RANK"], local_rank=values["LOCAL_RANK"], world_size=values["WORLD_SIZE"])
 
 
 def _session_start(db: ExportDb) -> dict[str, Any]:

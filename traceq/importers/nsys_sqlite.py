@@ -5,7 +5,7 @@ has (any table may be missing; columns differ between nsys 2021 and 2026; ``_V<n
 stand in for missing bare ones), reads whole columns into polars (the large tables in chunks, read
 ahead on a few threads: :meth:`~traceq.importers.nsys_tables.ExportDb.read_chunks`), converts each
 chunk (:mod:`traceq.importers.nsys_convert`), sorts the result by time
-(:mod:`traceq.importers.nsys_sort`), and accounts for every source row in the
+(:mod:`traceq.importers.time_sort`), and accounts for every source row in the
 :class:`~traceq.stats.ImportStats`:
 
 ==================================== ============ =============================================
@@ -35,7 +35,7 @@ import polars as pl
 
 from traceq import schema
 from traceq.errors import InputNotFoundError, UnsupportedFormatError, UnsupportedVersionError
-from traceq.importers import nsys_meta
+from traceq.importers import nsys_meta, nsys_tables
 from traceq.importers.nsys_convert import (
     GRAPH_TRACE,
     GRAPH_TRACE_COLUMNS,
@@ -62,10 +62,10 @@ from traceq.importers.nsys_convert import (
     convert_syncs,
     copy_kinds_from_enum,
 )
-from traceq.importers.nsys_sort import sort_by_time
 from traceq.importers.nsys_strings import StringLookup
 from traceq.importers.nsys_tables import ExportDb, open_export
 from traceq.importers.result import ImportResult
+from traceq.importers.time_sort import sort_by_time
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.stats import CategoryCount, ImportStats
 
@@ -198,7 +198,11 @@ class _Import:
         if self.gpu_rows == 0:
             self.warnings.insert(0, "no GPU activity in this capture (no kernels, memcpys or memsets)")
         events = self._events()
-        meta = self._meta(info, events)
+        env = nsys_meta.launch_env(self.db)
+        env_rank = self._env_rank(env, events)
+        if env_rank is not None:
+            events = events.with_columns(pl.lit(env_rank, dtype=pl.Int32).alias("rank"))
+        meta = self._meta(info, events, env, env_rank)
         # One dictionary per column for all chunks (polars writes each chunk's own), as Arrow
         # consumers such as the IPC file format expect (it remaps the Categorical columns' indices).
         table = events.to_arrow().unify_dictionaries()
@@ -267,10 +271,25 @@ class _Import:
         """Every kept row, sorted by start then end (ties in table and file order), validated."""
         if not self.frames:
             return schema.validate(schema.empty_frame())
-        return schema.validate(sort_by_time(self.frames))
+        return schema.validate(sort_by_time(self.frames, chunk_rows=nsys_tables.CHUNK_ROWS))
 
-    def _meta(self, info: nsys_meta.ExportInfo, events: pl.DataFrame) -> SourceMeta:
+    def _env_rank(self, env: nsys_meta.LaunchEnv, events: pl.DataFrame) -> int | None:
+        """The captured environment's ``RANK``, where it speaks for the whole export: no MPI rank
+        table, and GPU work from at most one process (``nsys profile torchrun ...`` captures
+        torchrun's environment, whose variables say nothing of the ranks it starts)."""
+        if env.rank is None or self.ranks.height:
+            return None
+        gpu = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS))
+        return env.rank if gpu.get_column("pid").n_unique() <= 1 else None
+
+    def _meta(
+        self, info: nsys_meta.ExportInfo, events: pl.DataFrame, env: nsys_meta.LaunchEnv, env_rank: int | None
+    ) -> SourceMeta:
         properties = nsys_meta.properties(self.db, info)
+        if env.rank is not None and env_rank is None:
+            properties["env_rank"] = f"{env.rank} (not used: the export holds several processes or MPI ranks)"
+        if env.local_rank is not None:
+            properties["local_rank"] = str(env.local_rank)
         if self.db.resolved:
             properties["resolved_tables"] = ", ".join(f"{k} -> {v}" for k, v in sorted(self.db.resolved.items()))
         offset, why_unknown = nsys_meta.clock_offset_ns(self.db, info)
@@ -290,7 +309,8 @@ class _Import:
             format=self.fmt,
             format_version=info.product_version,
             producer="Nsight Systems",
-            rank=int(ranks[0]) if len(ranks) == 1 else None,
+            rank=int(ranks[0]) if len(ranks) == 1 else env_rank,
+            world_size=env.world_size if env_rank is not None else None,
             clock_offset_ns=offset,
             gpus=gpus,
             properties=properties,

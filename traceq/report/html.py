@@ -407,7 +407,7 @@ def _idle(report: Report, drawn: bool) -> str:
     out = lead + _chart("chart-idle", drawn, "No idle time inside the step windows.") + _table(head, rows)
     out += '<p class="note">Shares of step time; gaps counts the gaps that overlap a step window.</p>'
     if report.gaps:
-        total = report.analysis.gap_table.height if report.analysis is not None else len(report.gaps)
+        total = report.analysis.gap_count if report.analysis is not None else len(report.gaps)
         gap_rows = [
             "<tr>"
             + _td(format_ns(g.dur_ns), num=True)

@@ -222,20 +222,52 @@ def idle_by_cause_figure(report: Report) -> dict[str, Any] | None:
     if not devices or not any(d.idle_ns for d in devices):
         return None
     labels = [device_label(d.rank, d.device) for d in devices]
+    return _stacked_bars(
+        labels,
+        devices,
+        IDLE_SEGMENTS,
+        _share_of_step,
+        title="Idle time by cause (% of step time)",
+        axis="% of step time",
+    )
+
+
+def _share_of_step(seg: Segment, d: DeviceBreakdown) -> tuple[float, str]:
+    """A segment's bar in % of ``d``'s step time, and its hover text."""
+    v = seg.value(d)
+    return round(100 * v / d.dur_ns, 4) if d.dur_ns else 0, f"{format_ns(v)} ({pct(v, d.dur_ns)} of step time)"
+
+
+def _per_step(seg: Segment, d: DeviceBreakdown) -> tuple[float, str]:
+    """A segment's bar in ms per step of ``d``, and its hover text."""
+    v = seg.value(d) / max(d.steps, 1)
+    return _ms(v), f"{format_ns(v)} per step ({pct(v * max(d.steps, 1), d.dur_ns)})"
+
+
+def _stacked_bars(
+    labels: Sequence[str],
+    devices: Sequence[DeviceBreakdown],
+    segments: Sequence[Segment],
+    value: Callable[[Segment, DeviceBreakdown], tuple[float, str]],
+    *,
+    title: str,
+    axis: str,
+    **yaxis: Any,
+) -> dict[str, Any]:
+    """One horizontal bar per device (named by ``labels``), stacked by the ``segments`` with any
+    time: ``value(seg, d)`` is a segment's length on the x axis (titled ``axis``) and its hover
+    text after the segment's name.  ``yaxis`` adds to the device axis."""
     fig = go.Figure()
-    for seg in _used(IDLE_SEGMENTS, devices):
-        values = [seg.value(d) for d in devices]
+    for seg in _used(segments, devices):
+        points = [value(seg, d) for d in devices]
         fig.add_trace(
             go.Bar(
                 y=labels,
-                x=[round(100 * v / d.dur_ns, 4) if d.dur_ns else 0 for d, v in zip(devices, values, strict=True)],
+                x=[x for x, _ in points],
                 orientation="h",
                 name=seg.label,
                 marker={"color": seg.colour, "line": {"width": 0}},
-                hovertext=[
-                    f"{label}<br>{seg.label}: {format_ns(v)} ({pct(v, d.dur_ns)} of step time)"
-                    for label, d, v in zip(labels, devices, values, strict=True)
-                ],
+                hovertext=[f"{label}<br>{seg.label}: {text}" for label, (_, text) in zip(labels, points, strict=True)],
                 hoverinfo="text",
             )
         )
@@ -244,9 +276,9 @@ def idle_by_cause_figure(report: Report) -> dict[str, Any] | None:
             barmode="stack",
             height=190 + 28 * len(devices),
             margin={"l": 130, "r": 20, "t": 60, "b": 100},
-            title={"text": "Idle time by cause (% of step time)"},
-            xaxis=_axis("% of step time", rangemode="tozero"),
-            yaxis=_axis("", autorange="reversed", type="category"),
+            title={"text": title},
+            xaxis=_axis(axis, rangemode="tozero"),
+            yaxis=_axis("", autorange="reversed", type="category", **yaxis),
         )
     )
     return _finish(fig)
@@ -289,40 +321,16 @@ def rank_comparison_figure(report: Report) -> dict[str, Any] | None:
     labels = [device_label(d.rank, d.device) for d in devices]
     if report.job is not None and len(report.job.ranks) == len(devices):
         labels = job_labels(report.job)
-    fig = go.Figure()
-    for seg in _used(SEGMENTS, devices):
-        per_step = [seg.value(d) / max(d.steps, 1) for d in devices]
-        fig.add_trace(
-            go.Bar(
-                y=labels,
-                x=[_ms(v) for v in per_step],
-                orientation="h",
-                name=seg.label,
-                marker={"color": seg.colour, "line": {"width": 0}},
-                hovertext=[
-                    f"{label}<br>{seg.label}: {format_ns(v)} per step ({pct(v * max(d.steps, 1), d.dur_ns)})"
-                    for label, d, v in zip(labels, devices, per_step, strict=True)
-                ],
-                hoverinfo="text",
-            )
-        )
-    fig.update_layout(
-        _layout(
-            barmode="stack",
-            height=190 + 28 * len(devices),
-            margin={"l": 130, "r": 20, "t": 60, "b": 100},
-            title={"text": "Ranks side by side: mean time per step by part (ms)"},
-            xaxis=_axis("ms per step", rangemode="tozero"),
-            yaxis=_axis(
-                "",
-                autorange="reversed",
-                type="category",
-                tickvals=labels,
-                ticktext=_tick_text(labels, highlighted_rank(report.job)),
-            ),
-        )
+    return _stacked_bars(
+        labels,
+        devices,
+        SEGMENTS,
+        _per_step,
+        title="Ranks side by side: mean time per step by part (ms)",
+        axis="ms per step",
+        tickvals=labels,
+        ticktext=_tick_text(labels, highlighted_rank(report.job)),
     )
-    return _finish(fig)
 
 
 def skew_heatmap_figure(report: Report) -> dict[str, Any] | None:

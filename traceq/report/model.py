@@ -107,9 +107,33 @@ class Report:
         timeline: TimelineExcerpt | None = None,
         job: JobAnalysis | None = None,
     ) -> Report:
+        return cls.assemble(
+            trace.meta.sources,
+            trace.import_stats.counts,
+            analysis,
+            findings=findings,
+            mfu=mfu,
+            timeline=timeline,
+            job=job,
+        )
+
+    @classmethod
+    def assemble(
+        cls,
+        files: tuple[SourceMeta, ...],
+        import_stats: tuple[CategoryCount, ...],
+        analysis: Analysis,
+        *,
+        findings: tuple[Finding, ...] = (),
+        mfu: Mfu | None = None,
+        timeline: TimelineExcerpt | None = None,
+        job: JobAnalysis | None = None,
+    ) -> Report:
+        """:meth:`build` from the sources' metadata and import statistics instead of a ``Trace``
+        (a report built rank by rank never holds the whole trace)."""
         return cls(
             schema_version=REPORT_SCHEMA_VERSION,
-            source=ReportSource(files=trace.meta.sources, import_stats=trace.import_stats.counts),
+            source=ReportSource(files=files, import_stats=import_stats),
             step_pattern=analysis.step_pattern,
             devices=analysis.devices,
             steps=analysis.steps,

@@ -173,7 +173,7 @@ def _job(job: JobAnalysis) -> list[str]:
 
 
 def _gaps(report: Report, limit: int = 5) -> list[str]:
-    out = [_heading(f"longest idle gaps (of {len(report.analysis.gap_table):,})")]
+    out = [_heading(f"longest idle gaps (of {report.analysis.gap_count:,})")]
     for g in report.gaps[:limit]:
         rank = f"r{g.rank} " if g.rank is not None else ""
         head = f"  {format_ns(g.dur_ns):>9}  {rank}GPU {g.device}  {g.cause:<7}"

@@ -1,9 +1,10 @@
-"""The nsys importer's last step: every converted piece, as one table sorted by time.
+"""The importers' last step: every converted piece, as one table sorted by time.
 
-The pieces come table by table (kernels, graph launches, memcpys, memsets, API calls, syncs, NVTX)
-and, within a table, in file order.  :func:`sort_by_time` makes one table of them sorted by
-``start_ns`` then ``end_ns``, stable, so ties keep that order, without holding a sorted copy of
-the whole table beside the unsorted pieces: see its docstring.
+The pieces come in a deterministic order -- the nsys importer's table by table (kernels, graph
+launches, memcpys, memsets, API calls, syncs, NVTX), the Kineto importer's in file order -- and
+:func:`sort_by_time` makes one table of them sorted by ``start_ns`` then ``end_ns``, stable, so
+ties keep that order, without holding a sorted copy of the whole table beside the unsorted
+pieces: see its docstring.
 """
 
 from __future__ import annotations
@@ -13,19 +14,19 @@ from typing import Final
 import numpy as np
 import polars as pl
 
-from traceq.importers import nsys_tables
-
 # Ties keep their order of appearance (tables in a fixed order, rows in file order), which is
 # deterministic for a given file; more sort keys cost a third of the import time on large files.
 _SORT_KEYS: Final = ("start_ns", "end_ns")
+CHUNK_ROWS: Final = 131_072
+"""Rows per chunk of the sorted columns (the nsys importer passes the size of its pieces)."""
 
 
-def sort_by_time(parts: list[pl.DataFrame]) -> pl.DataFrame:
+def sort_by_time(parts: list[pl.DataFrame], *, chunk_rows: int = CHUNK_ROWS) -> pl.DataFrame:
     """The frames of ``parts`` (emptied) as one frame sorted by start then end, stable.
 
     Built one column at a time: a column's unsorted pieces are freed before its sorted copy is
-    written, in chunks of ``nsys_tables.CHUNK_ROWS`` rows (the size of the pieces just freed, which
-    lets the allocator reuse some of them), so the sorted table is not built beside the whole
+    written, in chunks of ``chunk_rows`` rows (the size of the pieces just freed, which lets the
+    allocator reuse some of them), so the sorted table is not built beside the whole
     unsorted one.  All columns share that chunk layout, so the Arrow export copies nothing.
     """
     names = parts[0].columns
@@ -34,7 +35,7 @@ def sort_by_time(parts: list[pl.DataFrame]) -> pl.DataFrame:
     # A stable lexicographic argsort (numpy's lexsort) is ~3x faster than polars' multi-key one.
     order = pl.Series(np.lexsort(keys).astype(np.uint32 if height < 1 << 32 else np.uint64))
     del keys
-    chunk = nsys_tables.CHUNK_ROWS
+    chunk = chunk_rows
     bounds = [(lo, min(chunk, height - lo)) for lo in range(0, max(height, 1), chunk)]
     unsorted = {name: [p.get_column(name) for p in parts] for name in names}
     parts.clear()

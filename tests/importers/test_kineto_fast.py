@@ -1,0 +1,228 @@
+"""The compiled scanner of the Kineto fast path (``_kineto_scan.c`` through ``kineto_fast``).
+
+Specification: on any strict-JSON trace the scanner either declines or reads exactly what the
+lenient path (Python's ``json``) reads -- checked here on generated events with every value kind a
+field can meet -- and it declines, never guesses, on anything that is not strict JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from traceq import schema
+from traceq.importers import kineto_fast
+from traceq.importers.kineto import read_kineto
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
+NUMBER = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0, -0.0, 1e300, 5e-324, 2**63, -(2**63), 2**53 + 1, 1.5, 1699999999999.123]),
+)
+SCALAR = st.one_of(st.none(), st.booleans(), NUMBER, TEXT, st.sampled_from(["stream 7", "0x1f", "7.0", " 12 "]))
+VALUE = st.recursive(
+    SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3), max_leaves=8
+)
+TRIPLE = st.one_of(
+    st.lists(st.integers(min_value=-(2**40), max_value=2**40), min_size=3, max_size=3),
+    st.lists(SCALAR, min_size=0, max_size=4),
+    st.builds(
+        lambda x, y, z, sep: f"[{x}{sep},{sep}{y},{z}{sep}]",
+        st.integers(),
+        st.integers(),
+        st.integers(),
+        st.sampled_from(["", " ", "\t", "\n"]),
+    ),
+    st.sampled_from(["grid(100,)", "[1, 2]", "[01, 2, 3]", "[1.0, 2, 3]"]),
+    SCALAR,
+)
+ARG_KEYS = [
+    "correlation",
+    "External id",
+    "external id",
+    "device",
+    "stream",
+    "context",
+    "bytes",
+    "registers per thread",
+    "shared memory",
+    "graph id",
+    "Collective name",
+    "name",
+    "Input Dims",
+]
+TOP_KEYS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "bp", "s"]
+
+
+@st.composite
+def events(draw: st.DrawFn) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "ph": draw(st.sampled_from(["X", "X", "X", "i", "B", "E", "s", "f", "M", "C"])),
+        "ts": draw(st.one_of(NUMBER, st.none())),
+    }
+    for key in draw(st.lists(st.sampled_from(TOP_KEYS), max_size=6, unique=True)):
+        event[key] = draw(st.one_of(SCALAR, NUMBER) if key in ("ts", "dur") else SCALAR)
+    if draw(st.booleans()):
+        args: dict[str, Any] = {}
+        for key in draw(st.lists(st.sampled_from(ARG_KEYS), max_size=6, unique=True)):
+            args[key] = draw(VALUE if key == "Input Dims" else SCALAR)
+        for key in ("grid", "block"):
+            if draw(st.booleans()):
+                args[key] = draw(TRIPLE)
+        event["args"] = args
+    # Only values of a kind the field can take keep the scanner on the fast path; the others are
+    # covered by the decline tests below.
+    for key in ("ts", "dur"):
+        if isinstance(event.get(key), str | list | dict):
+            del event[key]
+    return event
+
+
+def _number_fields_hold_numbers(event: dict[str, Any]) -> bool:
+    numeric = (
+        "correlation",
+        "External id",
+        "external id",
+        "context",
+        "bytes",
+        "registers per thread",
+        "shared memory",
+        "graph id",
+    )
+    args = event.get("args", {})
+    return not any(isinstance(args.get(key), str | list | dict) for key in numeric)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(events(), min_size=1, max_size=12), st.sampled_from(["compact", "pretty", "ascii"]))
+def test_the_scanner_reads_exactly_what_pythons_json_reads(
+    tmp_path_factory: pytest.TempPathFactory, batch: list[dict[str, Any]], layout: str
+) -> None:
+    batch = [e for e in batch if _number_fields_hold_numbers(e)] or [{"ph": "X", "ts": 1, "dur": 1}]
+    batch.append({"ph": "X", "ts": 1, "dur": 1, "name": "anchor"})  # never an empty trace
+    doc = {"traceEvents": batch}
+    text = {
+        "compact": json.dumps(doc, ensure_ascii=False, separators=(",", ":")),
+        "pretty": json.dumps(doc, ensure_ascii=False, indent=2),
+        "ascii": json.dumps(doc),
+    }[layout]
+    path = tmp_path_factory.mktemp("scan") / "t.json"
+    path.write_text(text, encoding="utf-8")
+    lenient = read_kineto(path, parser="lenient")
+    fast = read_kineto(path)
+    if fast.meta.properties["traceq.parser"] != "fast":
+        # json.dumps escapes non-ASCII keys in the ascii layout: the scanner declines escaped keys.
+        assert layout == "ascii"
+        assert any("a key holds a backslash escape" in w for w in fast.meta.warnings)
+        return
+    assert schema.to_polars(fast.events).equals(schema.to_polars(lenient.events))
+    assert fast.stats == lenient.stats
+
+
+def test_numbers_are_read_correctly_rounded_like_python(tmp_path: Path) -> None:
+    texts = [
+        "0.1",
+        "1699999999999.123",
+        "123456789012345678901234567890",
+        "1e-7",
+        "2.5e-3",
+        "9007199254740993",
+        "0.30000000000000004",
+        "1.7976931348623157e308",
+        "4.9e-324",
+        "-0.0",
+        "1E+2",
+        "-12.5e1",
+    ]
+    events = ",".join(f'{{"ph":"C","name":"n{i}","pid":1,"tid":1,"ts":{t},"args":{{}}}}' for i, t in enumerate(texts))
+    buf = ("[" + events + "]").encode()
+    spec = kineto_fast.FieldSpec.of({"idx": pl.UInt32(), "ts": pl.Float64()}, ())
+    block = kineto_fast.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0)
+    got = block.frame["ts"].to_list()
+    assert [math.copysign(1, v) * abs(v) for v in got] == [float(t) for t in texts]
+    assert block.closed and block.events == len(texts)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("[1, 2, 3]", (1, 2, 3)),
+        ("[\n  128,\n  1,\n  1\n]", (128, 1, 1)),
+        ("[2147483648, -2147483648, 0]", (None, -(2**31), 0)),
+        ("[1.0, 2, 3]", (None, None, None)),
+        ("[1, 2]", (None, None, None)),
+        ("[true, 2, 3]", (None, None, None)),
+        ('"[4, 5, 6]"', (4, 5, 6)),
+        ('"[4,\\t5, 6]"', (4, 5, 6)),
+        ('"grid(100,)"', (None, None, None)),
+        ("{}", (None, None, None)),
+        ("7", (None, None, None)),
+    ],
+)
+def test_a_kernel_grid_is_read_into_three_int32_columns(value: str, expected: tuple[int | None, ...]) -> None:
+    buf = f'[{{"ph":"X","ts":1,"args":{{"grid":{value}}}}}]'.encode()
+    spec = kineto_fast.FieldSpec.of(
+        {"idx": pl.UInt32(), "grid_x": pl.Int32(), "grid_y": pl.Int32(), "grid_z": pl.Int32()}, ("grid",)
+    )
+    frame = kineto_fast.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0).frame
+    assert frame.select("grid_x", "grid_y", "grid_z").row(0) == expected
+    lenient = kineto_fast.triple_of_list(json.loads(value)) if value.startswith("[") else None
+    if lenient is not None:
+        assert lenient == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ('{"ph":"X","ts":01}', "not JSON"),
+        ('{"ph":"X","ts":1.}', "not JSON"),
+        ('{"ph":"X","ts":NaN}', "bare word"),
+        ('{"ph":"X","ts":1,}', "not a string"),
+        ('{"ph":"X" "ts":1}', "missing ','"),
+        ('{"ph":"X","ts":"1"}', "ts that is not a number"),
+        ('{"ph":"X","ts":1,"args":{"correlation":"3"}}', "args.correlation that is not a number"),
+        ('{"ph":{"a":1},"ts":1}', "where ph should be text"),
+        ('{"p\\u0068":"X","ts":1}', "key holds a backslash escape"),
+        ('{"ph":"\\ud800","ts":1}', "unpaired surrogate"),
+        ('{"ph":"\\x","ts":1}', "invalid backslash escape"),
+        ('{"ph":"a\tb","ts":1}', "raw control character"),
+        ('{"ph":"X","ts":1}{"ph":"X"}', "missing ','"),
+        ('{"ph":"X","ts":1},]', "trailing comma"),
+        ("1", "not an object"),
+        ('{"ph":"X","ts":1}}', "closes with '}'"),
+        ('{"ph":"X","ts":tru}', "bare word"),
+        ('{"ph":"X","ts":1,"name":"cut', "cut off"),
+    ],
+)
+def test_the_scanner_declines_what_is_not_strict_json(body: str, reason: str) -> None:
+    buf = ("[" + body + "]").encode()
+    spec = kineto_fast.FieldSpec.of(
+        {"idx": pl.UInt32(), "ph": pl.String(), "ts": pl.Float64(), "args.correlation": pl.Int64()}, ()
+    )
+    with pytest.raises(kineto_fast.FastPathDeclined, match=reason.replace("(", r"\(")):
+        kineto_fast.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0)
+
+
+@pytest.mark.parametrize("raw", [b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82"])
+def test_invalid_utf8_in_a_string_is_declined(raw: bytes) -> None:
+    buf = b'[{"ph":"X","name":"a' + raw + b'b","ts":1}]'
+    spec = kineto_fast.FieldSpec.of({"idx": pl.UInt32(), "name": pl.String()}, ())
+    with pytest.raises(kineto_fast.FastPathDeclined, match="invalid UTF-8"):
+        kineto_fast.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0)
+
+
+def test_long_and_escaped_strings_come_back_intact() -> None:
+    names = ["", "short", "exactly12byt", "thirteen byte", "ü" * 40, 'q"uo\\te\n', "\U0001f680 rocket " * 3]
+    events = ",".join(json.dumps({"ph": "X", "name": n, "ts": 1}, ensure_ascii=i % 2 == 0) for i, n in enumerate(names))
+    buf = ("[" + events + "]").encode()
+    spec = kineto_fast.FieldSpec.of({"idx": pl.UInt32(), "name": pl.String()}, ())
+    frame = kineto_fast.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0).frame
+    assert frame["name"].to_list() == names

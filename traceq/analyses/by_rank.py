@@ -1,0 +1,457 @@
+"""A job analysed rank by rank: what a worker keeps of one rank, and how the driver merges it.
+
+The analysis, the findings and the job of a multi-file trace are computed here without ever
+holding the whole event table.  Each input file is a *part* (one rank, usually; a multi-process
+nsys export holds several devices).  Three steps, each a function of small data:
+
+1. **summarise** (:func:`summarise_part`, on a worker, one part in memory): the part's step
+   breakdown (devices, steps, its longest gaps, every kernel name's totals), its device table,
+   its communication kernels, and for every findings rule that ranks devices
+   (``FindingContext.ranked``: all but :data:`~traceq.analyses.findings.JOB_RULES`) each device's
+   share.  Its size grows with devices, steps, kernel names and collectives, not with events.
+2. **merge** (:func:`merge_parts`, in the driver): the job's device table and analysis, the rules'
+   rankings over every device, and the collective table (:func:`job_calls` and
+   :func:`traceq.analyses.collectives.align_and_match`); then :func:`detail_requests` says what each
+   part must still compute: the exposed part of its waits in the collectives (which needs its
+   compute activity), the finding of each rule whose worst device it holds (which needs its
+   events), the timeline's rows in a window.
+3. **detail** (:func:`detail_part`, on a worker, the part loaded again): answers its request.
+
+Every number equals the one the whole-table functions compute (``analyze``, ``find_findings``,
+``analyze_job``): each device's breakdown depends only on its own source's rows; the top lists
+(gaps, kernels, rankings) are merged by the keys they are sorted by; a rule's finding is computed
+by the rule itself, on the part holding its worst device, given the merged ranking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Final
+
+import numpy as np
+import polars as pl
+
+from traceq import schema
+from traceq.analyses.breakdown import analyze
+from traceq.analyses.collectives import compute_activity, wait_covered_ns
+from traceq.analyses.findings import JOB_RULES, RULES, rank_findings
+from traceq.analyses.findings_base import DeviceTotals, FindingContext, build_context
+from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, Gap, JobAnalysis, KernelStat, Mfu, StepBreakdown
+from traceq.analyses.steps import DEVICE_KEY, devices
+from traceq.meta import SourceMeta
+from traceq.stats import CategoryCount
+from traceq.trace import Trace
+
+ALL_KERNELS: Final = 1 << 62
+"""``top_kernels`` that keeps every kernel name."""
+
+COMM_COLUMNS: Final = ("kind", "is_comm", "source", "pid", "device", "stream", "name", "start_ns", "end_ns")
+"""The columns of the communication kernels a part hands in (what ``collective_calls`` reads)."""
+
+RANKED_RULES: Final = tuple(rule_id for rule_id, _ in RULES if rule_id not in JOB_RULES)
+"""Rules that rank the devices by a cost and fire on the worst (merged across parts)."""
+
+DeviceKey = tuple[str, int | None, int]
+"""(source, pid, device): a device, across parts."""
+
+Ranking = tuple[tuple[float, DeviceTotals], ...]
+"""``FindingContext.ranked``'s result: (cost / step time, device), worst first."""
+
+
+@dataclass(frozen=True)
+class PartSummary:
+    """What the driver needs of one part (one input file): small, whatever the number of events.
+
+    Device-indexed fields follow the part's own device order (``device_table``, its ``dev`` the
+    row position), which is the job's order restricted to the part.
+    """
+
+    sources: tuple[SourceMeta, ...]
+    import_stats: tuple[CategoryCount, ...]
+    device_table: pl.DataFrame
+    """:func:`traceq.analyses.steps.devices` of the part, in its dev order."""
+    breakdown: tuple[DeviceBreakdown, ...]
+    steps: tuple[StepBreakdown, ...]
+    gaps: tuple[Gap, ...]
+    """The part's longest ``max_gaps`` gaps, longest first."""
+    gaps_total: int
+    gap_columns: pl.DataFrame
+    """No rows: the columns of the gap table."""
+    kernels: tuple[KernelStat, ...]
+    """Every kernel name of the part (count, total and longest; mean and share are the part's)."""
+    totals: tuple[DeviceTotals, ...]
+    """The findings context's devices (step windows and breakdown totals)."""
+    rankings: Mapping[str, tuple[tuple[float, int], ...]]
+    """Per ranked rule: (share, part dev) of every device with step time, worst first."""
+    comm_kernels: pl.DataFrame
+    """The communication kernels (:data:`COMM_COLUMNS`), in event order."""
+
+    def estimated_size(self) -> int:
+        """Bytes held, roughly: the frames, plus a few hundred per listed item."""
+        frames = (self.device_table, self.comm_kernels)
+        items = len(self.breakdown) + len(self.steps) + len(self.gaps) + len(self.kernels) + len(self.totals)
+        items += sum(len(r) for r in self.rankings.values())
+        return int(sum(f.estimated_size() for f in frames)) + 300 * items + sum(len(k.name) for k in self.kernels)
+
+
+def summarise_part(trace: Trace, *, step_pattern: str, max_gaps: int) -> PartSummary:
+    """Summarise one part (ranks already assigned) for :func:`merge_parts`."""
+    events = trace.events
+    analysis = analyze(events, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=ALL_KERNELS)
+    table = devices(events)
+    totals: tuple[DeviceTotals, ...] = ()
+    rankings: dict[str, tuple[tuple[float, int], ...]] = {rule_id: () for rule_id in RANKED_RULES}
+    if analysis.devices:
+        ctx = build_context(events, analysis)
+        totals = ctx.devices
+        rankings = {rule_id: _ranking_of(rule_id, ctx) for rule_id in RANKED_RULES}
+    comm = events.filter((pl.col("kind") == "kernel") & pl.col("is_comm") & pl.col("device").is_not_null())
+    return PartSummary(
+        sources=trace.meta.sources,
+        import_stats=trace.import_stats.counts,
+        device_table=table.drop("dev"),
+        breakdown=analysis.devices,
+        steps=analysis.steps,
+        gaps=analysis.gaps,
+        gaps_total=analysis.gap_table.height,
+        gap_columns=analysis.gap_table.head(0),
+        kernels=analysis.kernels,
+        totals=totals,
+        rankings=rankings,
+        comm_kernels=comm.select(COMM_COLUMNS),
+    )
+
+
+@dataclass(frozen=True)
+class _Recording(FindingContext):
+    """A context whose ``ranked`` records the ranking and returns none, so the rule stops there."""
+
+    seen: list[list[tuple[float, DeviceTotals]]] = field(default_factory=list)
+
+    def ranked(self, cost_ns: Callable[[DeviceTotals], int | float]) -> list[tuple[float, DeviceTotals]]:
+        self.seen.append(FindingContext.ranked(self, cost_ns))
+        return []
+
+
+@dataclass(frozen=True)
+class _Fixed(FindingContext):
+    """A context whose ``ranked`` is the job's merged ranking."""
+
+    fixed: Ranking = ()
+
+    def ranked(self, cost_ns: Callable[[DeviceTotals], int | float]) -> list[tuple[float, DeviceTotals]]:
+        return list(self.fixed)
+
+
+def _context_fields(ctx: FindingContext) -> dict[str, Any]:
+    return {f.name: getattr(ctx, f.name) for f in fields(FindingContext)}
+
+
+def _ranking_of(rule_id: str, ctx: FindingContext) -> tuple[tuple[float, int], ...]:
+    recording = _Recording(**_context_fields(ctx))
+    dict(RULES)[rule_id](recording)
+    if len(recording.seen) != 1:
+        raise RuntimeError(
+            f"findings rule {rule_id} ranked the devices {len(recording.seen)} times, not once: a report built "
+            "rank by rank cannot merge it (list it in traceq.analyses.findings.JOB_RULES, or rank once)"
+        )
+    return tuple((share, d.dev) for share, d in recording.seen[0])
+
+
+@dataclass(frozen=True)
+class MergedParts:
+    """The parts of a job merged: its device table, analysis and the rules' rankings.
+
+    ``part_devs[i][j]`` is the job dev of part i's dev j; ``owner[dev]`` the part holding a job dev.
+    """
+
+    device_table: pl.DataFrame
+    analysis: Analysis
+    totals: tuple[DeviceTotals, ...]
+    """The findings context's devices, by job dev."""
+    rankings: Mapping[str, tuple[tuple[float, int], ...]]
+    """Per ranked rule: (share, job dev), worst first, ties by dev (as ``FindingContext.ranked``)."""
+    part_devs: tuple[tuple[int, ...], ...]
+    owner: tuple[int, ...]
+
+    def key(self, dev: int) -> DeviceKey:
+        row = self.device_table.row(dev, named=True)
+        return (row["source"], row["pid"], row["device"])
+
+
+def merge_parts(parts: Sequence[PartSummary], *, step_pattern: str, max_gaps: int, top_kernels: int) -> MergedParts:
+    """The job's device table (as :func:`~traceq.analyses.steps.devices` of the whole table), analysis
+    (as :func:`~traceq.analyses.breakdown.analyze`, its ``gap_table`` without rows and
+    ``gaps_total`` set) and rankings, from its parts in job order."""
+    tables = [
+        p.device_table.with_columns(pl.lit(i, dtype=pl.Int64).alias("_part"), _local_dev()) for i, p in enumerate(parts)
+    ]
+    table = (
+        pl.concat(tables, how="vertical_relaxed")
+        .sort("rank", "source", "pid", "device", nulls_last=False)
+        .with_row_index("dev")
+    )
+    part_of = table.get_column("_part").to_list()
+    local_of = table.get_column("_local").to_list()
+    part_devs_lists: list[list[int]] = [[0] * p.device_table.height for p in parts]
+    for dev, (part, local) in enumerate(zip(part_of, local_of, strict=True)):
+        part_devs_lists[part][local] = dev
+    part_devs = tuple(tuple(d) for d in part_devs_lists)
+    device_table = table.drop("_part", "_local")
+    by_dev: list[DeviceBreakdown | None] = [None] * table.height
+    steps_by_dev: list[tuple[StepBreakdown, ...]] = [()] * table.height
+    totals_by_dev: list[DeviceTotals | None] = [None] * table.height
+    for part, devs in zip(parts, part_devs, strict=True):
+        per_device = _steps_per_device(part)
+        for local, dev in enumerate(devs):
+            by_dev[dev] = part.breakdown[local]
+            steps_by_dev[dev] = per_device[local]
+            if part.totals:
+                totals_by_dev[dev] = replace(part.totals[local], dev=dev)
+    analysis = Analysis(
+        step_pattern=step_pattern,
+        devices=tuple(d for d in by_dev if d is not None),
+        steps=tuple(s for steps in steps_by_dev for s in steps),
+        gaps=_longest_gaps([g for p in parts for g in p.gaps], max_gaps),
+        kernels=_top_kernels([k for p in parts for k in p.kernels], top_kernels),
+        gap_table=parts[0].gap_columns if parts else pl.DataFrame(),
+        gaps_total=sum(p.gaps_total for p in parts),
+    )
+    rankings = {
+        rule_id: tuple(
+            sorted(
+                (
+                    (share, devs[local])
+                    for p, devs in zip(parts, part_devs, strict=True)
+                    for share, local in p.rankings[rule_id]
+                ),
+                key=lambda sd: (-sd[0], sd[1]),
+            )
+        )
+        for rule_id in RANKED_RULES
+    }
+    totals = tuple(t for t in totals_by_dev if t is not None)
+    if len(totals) != table.height:
+        raise RuntimeError(f"{table.height} devices but findings totals for {len(totals)}")
+    return MergedParts(
+        device_table=device_table,
+        analysis=analysis,
+        totals=totals,
+        rankings=rankings,
+        part_devs=part_devs,
+        owner=tuple(part_of),
+    )
+
+
+def _local_dev() -> pl.Expr:
+    return pl.int_range(pl.len(), dtype=pl.Int64).alias("_local")
+
+
+def _steps_per_device(part: PartSummary) -> list[tuple[StepBreakdown, ...]]:
+    """The part's steps (sorted by its dev, then time) cut into one run per device: each device has
+    as many as its step windows (``DeviceTotals.windows``)."""
+    counts = [t.windows for t in part.totals] if part.totals else [0] * len(part.breakdown)
+    if sum(counts) != len(part.steps):
+        raise RuntimeError(f"{sum(counts)} step windows but {len(part.steps)} steps in {part.sources}")
+    out, start = [], 0
+    for n in counts:
+        out.append(part.steps[start : start + n])
+        start += n
+    return out
+
+
+def _longest_gaps(gaps: Sequence[Gap], limit: int) -> tuple[Gap, ...]:
+    """The ``limit`` longest, ordered as the breakdown orders them (duration, then rank with nulls
+    first, device, start)."""
+    key = lambda g: (-g.dur_ns, g.rank is not None, g.rank or 0, g.device, g.start_ns)  # noqa: E731
+    return tuple(sorted(gaps, key=key)[:limit])
+
+
+def _top_kernels(kernels: Sequence[KernelStat], limit: int) -> tuple[KernelStat, ...]:
+    """The ``limit`` kernel names with the most total time over every part (as ``kernel_stats``)."""
+    merged: dict[str, tuple[int, int, int]] = {}
+    for k in kernels:
+        count, total, longest = merged.get(k.name, (0, 0, 0))
+        merged[k.name] = (count + k.count, total + k.total_ns, max(longest, k.max_ns))
+    grand = sum(total for _, total, _ in merged.values())
+    ranked = sorted(merged.items(), key=lambda item: (-item[1][1], item[0]))[:limit]
+    return tuple(
+        KernelStat(
+            name=name,
+            count=count,
+            total_ns=total,
+            mean_ns=total // count,
+            max_ns=longest,
+            share=(total / grand) if grand else 0.0,
+        )
+        for name, (count, total, longest) in ranked
+    )
+
+
+def job_calls(parts: Sequence[PartSummary]) -> pl.DataFrame:
+    """Every part's communication kernels, in job order: the rows of the whole event table that
+    :func:`traceq.analyses.collectives.collective_calls` reads."""
+    frames = [p.comm_kernels for p in parts]
+    return pl.concat(frames, how="vertical") if frames else schema.empty_frame().select(COMM_COLUMNS)
+
+
+@dataclass(frozen=True)
+class DetailRequest:
+    """What one part still has to compute, on its own events.
+
+    * ``waits``: rows (source, pid, device, start_ns, wait_ns) of its calls in the collective table;
+      the answer is, per row, the ns of ``[start_ns, start_ns + wait_ns)`` its compute covers.
+    * ``rules``: per rule whose worst device it holds, the job's ranking (the worst device first).
+    * ``window``: ``(start_ns, end_ns, keys)``: its GPU activity and gap rows of those devices that
+      may overlap the window (the timeline excerpt's input).
+    """
+
+    waits: pl.DataFrame | None = None
+    rules: Mapping[str, Ranking] = field(default_factory=dict)
+    mfu: Mfu | None = None
+    window: tuple[int, int, tuple[DeviceKey, ...]] | None = None
+
+    @property
+    def needs_analysis(self) -> bool:
+        return bool(self.rules) or self.window is not None
+
+
+@dataclass(frozen=True)
+class PartDetail:
+    """A part's answer to its :class:`DetailRequest`."""
+
+    covered_ns: np.ndarray[Any, np.dtype[np.int64]]
+    findings: tuple[Finding, ...] = ()
+    activity: pl.DataFrame | None = None
+    """Event rows (every column) of GPU activity that may overlap the window."""
+    gaps: pl.DataFrame | None = None
+    """Gap-table rows that may overlap the window."""
+
+    def estimated_size(self) -> int:
+        frames = [f for f in (self.activity, self.gaps) if f is not None]
+        return int(self.covered_ns.nbytes + sum(f.estimated_size() for f in frames)) + 2000 * len(self.findings)
+
+
+def detail_requests(
+    merged: MergedParts,
+    table: pl.DataFrame,
+    *,
+    fire_share: float,
+    mfu: Mfu | None,
+    window: tuple[int, int] | None,
+    window_devices: int,
+) -> tuple[dict[int, DetailRequest], dict[int, np.ndarray[Any, np.dtype[np.int64]]]]:
+    """Per part (by position), what it must compute, and the rows of ``table`` (the collective
+    table) that its ``waits`` stand for, in order.
+
+    A rule is asked of the part holding its worst device, when that device's share reaches
+    ``fire_share`` (below it the rule does not fire); the timeline of the parts holding the first
+    ``window_devices`` devices, when there is a ``window``.
+    """
+    n_parts = len(merged.part_devs)
+    waits: dict[int, pl.DataFrame] = {}
+    rows_of: dict[int, np.ndarray[Any, np.dtype[np.int64]]] = {}
+    if table.height:
+        owners = pl.Series("_part", [merged.owner[d] for d in table.get_column("dev").to_list()], dtype=pl.Int64)
+        keyed = (
+            table.select("dev", "start_ns", "wait_ns")
+            .with_row_index("_row")
+            .with_columns(owners)
+            .join(merged.device_table.select("dev", *DEVICE_KEY), on="dev", how="left", maintain_order="left")
+        )
+        for (part,), rows in keyed.partition_by("_part", as_dict=True, maintain_order=True).items():
+            waits[int(part)] = rows.select(*DEVICE_KEY, "start_ns", "wait_ns")
+            rows_of[int(part)] = rows.get_column("_row").to_numpy().astype(np.int64)
+    rules: dict[int, dict[str, Ranking]] = {}
+    for rule_id, ranking in merged.rankings.items():
+        if not ranking or ranking[0][0] < fire_share:
+            continue
+        fixed = tuple((share, merged.totals[dev]) for share, dev in ranking)
+        rules.setdefault(merged.owner[ranking[0][1]], {})[rule_id] = fixed
+    windows: dict[int, tuple[DeviceKey, ...]] = {}
+    if window is not None:
+        for dev in range(min(window_devices, merged.device_table.height)):
+            windows.setdefault(merged.owner[dev], ())
+            windows[merged.owner[dev]] += (merged.key(dev),)
+    requests = {}
+    for part in range(n_parts):
+        if part in waits or part in rules or part in windows:
+            requests[part] = DetailRequest(
+                waits=waits.get(part),
+                rules=rules.get(part, {}),
+                mfu=mfu if part in rules else None,  # only the rules read it
+                window=None if window is None or part not in windows else (*window, windows[part]),
+            )
+    return requests, rows_of
+
+
+def detail_part(events: pl.DataFrame, request: DetailRequest, *, step_pattern: str, max_gaps: int) -> PartDetail:
+    """Answer a :class:`DetailRequest` from the part's event table (ranks assigned as in
+    :func:`summarise_part`)."""
+    table = devices(events)
+    covered = np.zeros(0, np.int64)
+    if request.waits is not None and request.waits.height:
+        covered = _covered(events, table, request.waits)
+    if not request.needs_analysis:
+        return PartDetail(covered_ns=covered)
+    analysis = analyze(events, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=0)
+    findings: list[Finding] = []
+    if request.rules:
+        ctx = build_context(events, analysis, request.mfu)
+        own = {(d.source, d.pid, d.device): d for d in ctx.devices}
+        base = _context_fields(ctx)
+        for rule_id, ranking in request.rules.items():
+            fixed = tuple((share, own.get((d.source, d.pid, d.device), d)) for share, d in ranking)
+            found = dict(RULES)[rule_id](_Fixed(**base, fixed=fixed))
+            if found is not None:
+                findings.append(found)
+    activity = gaps = None
+    if request.window is not None:
+        start_ns, end_ns, keys = request.window
+        near = (pl.col("start_ns") <= end_ns) & (pl.col("end_ns") >= start_ns)
+        on_keys = pl.any_horizontal(
+            (pl.col("source") == source) & pl.col("pid").eq_missing(pid) & (pl.col("device") == device)
+            for source, pid, device in keys
+        )
+        activity = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & on_keys & near)
+        gaps = analysis.gap_table.filter(on_keys & near)
+    return PartDetail(covered_ns=covered, findings=tuple(findings), activity=activity, gaps=gaps)
+
+
+def _covered(events: pl.DataFrame, table: pl.DataFrame, waits: pl.DataFrame) -> np.ndarray[Any, np.dtype[np.int64]]:
+    compute = compute_activity(events, table)
+    keyed = waits.with_row_index("_row").join(
+        table.select("dev", *DEVICE_KEY), on=list(DEVICE_KEY), how="left", nulls_equal=True, maintain_order="left"
+    )
+    covered = np.zeros(waits.height, np.int64)
+    for (dev,), rows in keyed.partition_by("dev", as_dict=True, maintain_order=True).items():
+        at = rows.get_column("_row").to_numpy()
+        covered[at] = wait_covered_ns(
+            compute.filter(pl.col("dev") == dev),
+            rows.get_column("start_ns").to_numpy(),
+            rows.get_column("wait_ns").to_numpy(),
+        )
+    return covered
+
+
+def merged_findings(
+    merged: MergedParts, details: Sequence[Finding], *, mfu: Mfu | None, job: JobAnalysis | None
+) -> tuple[Finding, ...]:
+    """The job's findings: the ranked rules' findings from the parts (``details``) and the job rules
+    run here, on the merged devices, ordered as :func:`~traceq.analyses.findings.find_findings`."""
+    if not merged.analysis.devices:
+        return ()
+    empty = schema.empty_frame()
+    ctx = FindingContext(
+        events=empty,
+        analysis=merged.analysis,
+        devices=merged.totals,
+        windows=pl.DataFrame(),
+        kernels=pl.DataFrame(),
+        gaps=pl.DataFrame(),
+        mfu=mfu,
+        job=job,
+    )
+    rules = dict(RULES)
+    return rank_findings([*details, *(rules[rule_id](ctx) for rule_id in JOB_RULES)])

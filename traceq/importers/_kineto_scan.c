@@ -1,0 +1,1087 @@
+/*
+ * traceq.importers._kineto_scan: the Kineto fast path's single pass over the event array.
+ *
+ * scan() validates a run of Chrome-trace events as strict JSON (RFC 8259) and, in the same pass,
+ * writes the columns of the fields it is asked for, one row per event, as Arrow buffers:
+ *
+ *   float fields  -> float64 values + validity bitmap  (JSON numbers; true/false/null -> null)
+ *   int fields    -> int64 values + validity bitmap    (integers; integral floats below 2**63)
+ *   text fields   -> Arrow string views + validity     (strings, unescaped; plain integers and
+ *                                                        true/false keep their JSON text)
+ *   triple fields -> three int32 columns (this field and the next two, of type PART) from an
+ *                    [x, y, z] array of integers; a component outside int32 is null, any other
+ *                    array or value is null; a string that may spell "[x, y, z]" is a fixup
+ *
+ * Long string views point into the caller's buffer (data buffer 0, offsets from `base`) or, for
+ * strings that held escapes, into a side buffer of unescaped text (data buffer 1).  Numbers read
+ * into a text field that are not plain integers are left to Python, which spells them the way
+ * the lenient path does: they come back as "fixups" (row, field, start, end), as do strings in a
+ * triple field.  Output buffers are handed over without a copy (Buffer objects).
+ *
+ * Of duplicate keys the first wins; `args` fields are the keys directly inside the first `args`
+ * object of an event.  Anything this pass cannot vouch for makes it *decline* (the reason comes
+ * back as a string and the caller falls back to the lenient parser): invalid JSON, invalid UTF-8,
+ * raw control characters in strings, unpaired surrogate escapes, escapes inside keys, an element
+ * of the array that is not an object, a value of a kind its field cannot take.
+ *
+ * No Python object is created per event, and the pass runs without the GIL, so that the caller can
+ * scan the next block on one thread while it converts the last one on another.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { T_FLOAT = 0, T_INT = 1, T_TEXT = 2, T_TRIPLE = 3, T_ARGS = 4, T_PART = 5 };
+enum { AT_TOP = 0, AT_ARGS = 1 };
+enum { MORE = 0, CLOSED = 1, OPEN_END = 2 };
+
+#define MAX_FIELDS 64
+#define KEY_LENGTHS 64
+#define MAX_DEPTH 256
+#define VIEW_BYTES 16
+#define INLINE_BYTES 12
+
+typedef const unsigned char *Ptr;
+
+typedef struct {
+    const char *name;   /* for messages: "ts", "args.correlation" */
+    const char *key;
+    Py_ssize_t key_len;
+    int where;
+    int type;
+    size_t width;       /* bytes a row */
+    unsigned char *values;
+    unsigned char *valid;
+    size_t values_cap, valid_cap; /* bytes allocated */
+    unsigned char padded[KEY_LENGTHS + 8]; /* the key, zero-padded for word compares */
+} Field;
+
+typedef struct {
+    unsigned char *data;
+    size_t size, cap;
+} Grow;
+
+typedef struct {
+    Ptr buf;            /* the whole buffer */
+    Ptr end;
+    Ptr base;           /* offsets of string views count from here */
+    Field fields[MAX_FIELDS];
+    int nfields;
+    size_t rows, cap;   /* events written, rows allocated */
+    unsigned char set[MAX_FIELDS];
+    Grow side;          /* unescaped strings */
+    Grow fixups;        /* int64 (row, field, start, end) */
+    signed char first_key[2][KEY_LENGTHS][128]; /* by where, key length, first byte: a field index + 1 */
+    signed char next_key[MAX_FIELDS];            /* the next field with the same where, length and first byte */
+    char error[256];
+    int failed;
+} Scan;
+
+/* ------------------------------------------------------------------------------------------ */
+/* failure and memory */
+
+static Ptr fail(Scan *s, const char *reason) {
+    if (!s->failed) {
+        s->failed = 1;
+        snprintf(s->error, sizeof s->error, "%s", reason);
+    }
+    return NULL;
+}
+
+static Ptr fail_field(Scan *s, const char *what, const Field *f) {
+    if (!s->failed) {
+        s->failed = 1;
+        snprintf(s->error, sizeof s->error, what, f->name);
+    }
+    return NULL;
+}
+
+static int grow_reserve(Grow *g, size_t extra) {
+    if (g->size + extra <= g->cap) return 1;
+    size_t cap = g->cap ? g->cap : 4096;
+    while (cap < g->size + extra) cap *= 2;
+    unsigned char *data = realloc(g->data, cap);
+    if (!data) return 0;
+    g->data = data;
+    g->cap = cap;
+    return 1;
+}
+
+/* Output buffers that Python has let go of, kept for the next pass: a pass's columns are tens of
+   MB, and fresh memory from the system costs a page fault and a page clearing per 4 KiB.  Only
+   touched with the GIL held (pool_take before a pass lets the GIL go, pool_give from dealloc). */
+#define POOL_SLOTS 128
+#define POOL_MAX_BYTES ((size_t)160 << 20)
+static struct {
+    void *data;
+    size_t cap;
+} pool[POOL_SLOTS];
+static int pooled;
+static size_t pooled_bytes;
+
+static void *pool_take(size_t size, size_t *cap) {
+    int best = -1;
+    for (int i = 0; i < pooled; i++)
+        if (pool[i].cap >= size && (best < 0 || pool[i].cap < pool[best].cap)) best = i;
+    if (best < 0) {
+        *cap = size;
+        return malloc(size ? size : 1);
+    }
+    void *data = pool[best].data;
+    *cap = pool[best].cap;
+    pooled_bytes -= pool[best].cap;
+    pool[best] = pool[--pooled];
+    return data;
+}
+
+static void pool_give(void *data, size_t cap) {
+    if (!data) return;
+    if (pooled < POOL_SLOTS && pooled_bytes + cap <= POOL_MAX_BYTES) {
+        pool[pooled].data = data;
+        pool[pooled].cap = cap;
+        pooled++;
+        pooled_bytes += cap;
+    } else {
+        free(data);
+    }
+}
+
+/* Room for one more row in every column (the first call, with the GIL, takes from the pool). */
+static int reserve_rows(Scan *s, size_t hint) {
+    if (s->rows < s->cap) return 1;
+    size_t cap = s->cap ? s->cap * 2 : (hint > 4096 ? (hint + 7) / 8 * 8 : 4096);
+    for (int i = 0; i < s->nfields; i++) {
+        Field *f = &s->fields[i];
+        if (f->type == T_ARGS) continue;
+        if (!s->cap) {
+            f->values = pool_take(cap * f->width, &f->values_cap);
+            f->valid = pool_take(cap / 8, &f->valid_cap);
+            if (!f->values || !f->valid) return 0;
+            memset(f->values, 0, cap * f->width);
+            memset(f->valid, 0, cap / 8);
+            continue;
+        }
+        if (f->values_cap < cap * f->width) {
+            unsigned char *values = realloc(f->values, cap * f->width);
+            if (!values) return 0;
+            f->values = values;
+            f->values_cap = cap * f->width;
+        }
+        memset(f->values + s->cap * f->width, 0, (cap - s->cap) * f->width);
+        if (f->valid_cap < cap / 8) {
+            unsigned char *valid = realloc(f->valid, cap / 8);
+            if (!valid) return 0;
+            f->valid = valid;
+            f->valid_cap = cap / 8;
+        }
+        memset(f->valid + s->cap / 8, 0, (cap - s->cap) / 8);
+    }
+    s->cap = cap;
+    return 1;
+}
+
+static inline void mark_valid(Field *f, size_t row) { f->valid[row >> 3] |= (unsigned char)(1u << (row & 7)); }
+
+/* ------------------------------------------------------------------------------------------ */
+/* lexing */
+
+static inline int blank(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+/* The first byte at or after p that is not JSON whitespace. */
+static inline Ptr ws(Ptr p, Ptr e) {
+    if (p >= e || !blank(*p)) return p;
+    if (++p >= e || !blank(*p)) return p; /* the usual single space: no vector work */
+#if defined(__SSE2__)
+    while (p + 16 <= e) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i b = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\n'))),
+                                 _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t'))));
+        unsigned mask = (unsigned)_mm_movemask_epi8(b) ^ 0xFFFFu;
+        if (mask) return p + __builtin_ctz(mask);
+        p += 16;
+    }
+#endif
+    while (p < e && blank(*p)) p++;
+    return p;
+}
+
+/* The first byte at or after p that ends a run of plain string bytes: a quote, a backslash, a
+   control character or a non-ASCII byte. */
+static inline Ptr plain_run(Ptr p, Ptr e) {
+#if defined(__SSE2__)
+    while (p + 16 <= e) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        /* signed compare: bytes >= 0x80 are negative, so "< 0x20" also catches them */
+        __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+                                    _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+        unsigned mask = (unsigned)_mm_movemask_epi8(stop);
+        if (mask) return p + __builtin_ctz(mask);
+        p += 16;
+    }
+#endif
+    while (p < e && *p >= 0x20 && *p != '"' && *p != '\\' && *p < 0x80) p++;
+    return p;
+}
+
+static inline int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+static int hex4(Ptr p, unsigned *out) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+        else return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* A backslash escape at p; returns the byte after it. *code is the code point it stands for. */
+static Ptr escape(Scan *s, Ptr p, Ptr e, unsigned *code) {
+    if (p + 1 >= e) return fail(s, "the event array is cut off before its closing bracket");
+    switch (p[1]) {
+        case '"': *code = '"'; return p + 2;
+        case '\\': *code = '\\'; return p + 2;
+        case '/': *code = '/'; return p + 2;
+        case 'b': *code = '\b'; return p + 2;
+        case 'f': *code = '\f'; return p + 2;
+        case 'n': *code = '\n'; return p + 2;
+        case 'r': *code = '\r'; return p + 2;
+        case 't': *code = '\t'; return p + 2;
+        case 'u': break;
+        default: return fail(s, "an invalid backslash escape in a string");
+    }
+    unsigned high, low;
+    if (p + 6 > e || !hex4(p + 2, &high)) return fail(s, "an invalid backslash escape in a string");
+    if (high >= 0xDC00 && high <= 0xDFFF) return fail(s, "an unpaired surrogate escape in a string");
+    if (high < 0xD800 || high > 0xDBFF) {
+        *code = high;
+        return p + 6;
+    }
+    if (p + 12 > e || p[6] != '\\' || p[7] != 'u' || !hex4(p + 8, &low) || low < 0xDC00 || low > 0xDFFF)
+        return fail(s, "an unpaired surrogate escape in a string");
+    *code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+    return p + 12;
+}
+
+static inline int cont(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+/* A multi-byte UTF-8 sequence at p (Python's rules: no overlong forms, no surrogates, <= U+10FFFF). */
+static Ptr utf8(Scan *s, Ptr p, Ptr e) {
+    unsigned char c = p[0];
+    if (c >= 0xC2 && c <= 0xDF) {
+        if (p + 2 <= e && cont(p[1])) return p + 2;
+    } else if (c == 0xE0) {
+        if (p + 3 <= e && p[1] >= 0xA0 && p[1] <= 0xBF && cont(p[2])) return p + 3;
+    } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
+        if (p + 3 <= e && cont(p[1]) && cont(p[2])) return p + 3;
+    } else if (c == 0xED) {
+        if (p + 3 <= e && p[1] >= 0x80 && p[1] <= 0x9F && cont(p[2])) return p + 3;
+    } else if (c == 0xF0) {
+        if (p + 4 <= e && p[1] >= 0x90 && p[1] <= 0xBF && cont(p[2]) && cont(p[3])) return p + 4;
+    } else if (c >= 0xF1 && c <= 0xF3) {
+        if (p + 4 <= e && cont(p[1]) && cont(p[2]) && cont(p[3])) return p + 4;
+    } else if (c == 0xF4) {
+        if (p + 4 <= e && p[1] >= 0x80 && p[1] <= 0x8F && cont(p[2]) && cont(p[3])) return p + 4;
+    }
+    return fail(s, "invalid UTF-8 in a string");
+}
+
+/* The string opening at p (a quote); returns the byte after its closing quote. */
+static Ptr string_end(Scan *s, Ptr p, Ptr e, int *escaped) {
+    p++;
+    *escaped = 0;
+    for (;;) {
+        p = plain_run(p, e);
+        if (p >= e) return fail(s, "the event array is cut off before its closing bracket");
+        unsigned char c = *p;
+        if (c == '"') return p + 1;
+        if (c == '\\') {
+            unsigned code;
+            *escaped = 1;
+            p = escape(s, p, e, &code);
+        } else if (c < 0x20) {
+            return fail(s, c == '\n' || c == '\r' ? "a raw line break inside a string"
+                                                 : "a raw control character inside a string");
+        } else {
+            p = utf8(s, p, e);
+        }
+        if (!p) return NULL;
+    }
+}
+
+/* The number starting at p; *plain when it has no fraction or exponent. */
+static Ptr number_end(Scan *s, Ptr p, Ptr e, int *plain) {
+    Ptr q = p;
+    if (q < e && *q == '-') q++;
+    if (q >= e) return fail(s, "the event array is cut off before its closing bracket");
+    if (*q == '0') {
+        q++;
+    } else if (*q >= '1' && *q <= '9') {
+        while (q < e && is_digit(*q)) q++;
+    } else {
+        return fail(s, "a number that is not JSON");
+    }
+    *plain = 1;
+    if (q < e && *q == '.') {
+        *plain = 0;
+        q++;
+        if (q >= e || !is_digit(*q)) return fail(s, "a number that is not JSON");
+        while (q < e && is_digit(*q)) q++;
+    }
+    if (q < e && (*q == 'e' || *q == 'E')) {
+        *plain = 0;
+        q++;
+        if (q < e && (*q == '+' || *q == '-')) q++;
+        if (q >= e || !is_digit(*q)) return fail(s, "a number that is not JSON");
+        while (q < e && is_digit(*q)) q++;
+    }
+    if (q < e && (is_digit(*q) || *q == '.' || *q == 'e' || *q == 'E'))
+        return fail(s, "a number that is not JSON");
+    return q;
+}
+
+static Ptr literal_end(Scan *s, Ptr p, Ptr e) {
+    static const char *words[] = {"true", "false", "null"};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(words[i]);
+        if ((size_t)(e - p) >= n && memcmp(p, words[i], n) == 0) {
+            Ptr q = p + n;
+            if (q < e && ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || is_digit(*q) || *q == '_'))
+                break;
+            return q;
+        }
+    }
+    return fail(s, "a bare word that is not JSON (NaN, Infinity, N/A, ...)");
+}
+
+static Ptr skip_value(Scan *s, Ptr p, Ptr e, int depth);
+
+static Ptr skip_container(Scan *s, Ptr p, Ptr e, int depth) {
+    unsigned char close = *p == '{' ? '}' : ']';
+    int object = *p == '{';
+    if (depth > MAX_DEPTH) return fail(s, "values nested too deeply");
+    p = ws(p + 1, e);
+    if (p < e && *p == close) return p + 1;
+    for (;;) {
+        if (p >= e) return fail(s, "the event array is cut off before its closing bracket");
+        if (object) {
+            int escaped;
+            if (*p != '"') return fail(s, "an object key that is not a string");
+            p = string_end(s, p, e, &escaped);
+            if (!p) return NULL;
+            p = ws(p, e);
+            if (p >= e || *p != ':') return fail(s, "a missing ':' after an object key");
+            p = ws(p + 1, e);
+        }
+        p = skip_value(s, p, e, depth);
+        if (!p) return NULL;
+        p = ws(p, e);
+        if (p >= e) return fail(s, "the event array is cut off before its closing bracket");
+        if (*p == close) return p + 1;
+        if (*p != ',') return fail(s, "a missing ',' between values");
+        p = ws(p + 1, e);
+        if (p < e && *p == close) return fail(s, "a trailing comma");
+    }
+}
+
+static Ptr skip_value(Scan *s, Ptr p, Ptr e, int depth) {
+    int flag;
+    if (p >= e) return fail(s, "the event array is cut off before its closing bracket");
+    switch (*p) {
+        case '"': return string_end(s, p, e, &flag);
+        case '{':
+        case '[': return skip_container(s, p, e, depth + 1);
+        case 't':
+        case 'f':
+        case 'n': return literal_end(s, p, e);
+        default:
+            if (*p == '-' || is_digit(*p)) return number_end(s, p, e, &flag);
+            if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z'))
+                return fail(s, "a bare word that is not JSON (NaN, Infinity, N/A, ...)");
+            if (*p < 0x20) return fail(s, "a control character outside strings");
+            return fail(s, "a character that cannot start a JSON value");
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* values */
+
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The double nearest to the JSON number p..q (correctly rounded, like Python's float()). */
+static int to_double(Ptr p, Ptr q, double *out) {
+    /* Clinger's fast path: an exact integer mantissa below 2**53 and a power of ten up to 22. */
+    Ptr r = p;
+    int negative = 0;
+    if (*r == '-') {
+        negative = 1;
+        r++;
+    }
+    uint64_t mantissa = 0;
+    int digits = 0, exponent = 0, exact = 1;
+    for (; r < q && is_digit(*r); r++) {
+        if (mantissa || *r != '0') digits++;
+        if (digits > 19) exact = 0;
+        else mantissa = mantissa * 10 + (uint64_t)(*r - '0');
+    }
+    if (r < q && *r == '.') {
+        for (r++; r < q && is_digit(*r); r++) {
+            if (mantissa || *r != '0') digits++;
+            if (digits > 19) exact = 0;
+            else {
+                mantissa = mantissa * 10 + (uint64_t)(*r - '0');
+                exponent--;
+            }
+        }
+    }
+    if (r < q && (*r == 'e' || *r == 'E')) {
+        r++;
+        int sign = 1;
+        long e10 = 0;
+        if (*r == '+' || *r == '-') sign = *r++ == '-' ? -1 : 1;
+        for (; r < q && is_digit(*r); r++)
+            if (e10 < 100000) e10 = e10 * 10 + (*r - '0');
+        exponent += (int)(sign * e10);
+    }
+    if (exact && mantissa <= (UINT64_C(1) << 53)) {
+        double m = (double)mantissa;
+        if (mantissa == 0) {
+            *out = negative ? -0.0 : 0.0;
+            return 1;
+        }
+        if (exponent >= -22 && exponent <= 22) {
+            double v = exponent < 0 ? m / POW10[-exponent] : m * POW10[exponent];
+            *out = negative ? -v : v;
+            return 1;
+        }
+    }
+    /* Otherwise Python's own correctly rounded, locale-independent conversion. */
+    size_t n = (size_t)(q - p);
+    char small[64];
+    char *text = n < sizeof small ? small : malloc(n + 1);
+    if (!text) return 0;
+    memcpy(text, p, n);
+    text[n] = 0;
+    PyGILState_STATE gil = PyGILState_Ensure();  /* scan() runs without the GIL */
+    double v = PyOS_string_to_double(text, NULL, NULL);
+    int ok = !(v == -1.0 && PyErr_Occurred());
+    if (!ok) PyErr_Clear();
+    PyGILState_Release(gil);
+    if (text != small) free(text);
+    *out = v;
+    return ok;
+}
+
+/* A number read into a number field: validated and its digits gathered in one pass. */
+typedef struct {
+    uint64_t mantissa; /* the first 19 significant digits */
+    int digits, exponent, exact, plain, negative;
+} Num;
+
+static inline void gather(Num *n, unsigned char c, int fraction) {
+    if (n->mantissa || c != '0') n->digits++;
+    if (n->digits > 19) {
+        n->exact = 0;
+        return;
+    }
+    n->mantissa = n->mantissa * 10 + (uint64_t)(c - '0');
+    n->exponent -= fraction;
+}
+
+/* number_end() that also gathers what to_double() reads, so a field's number is read once. */
+static Ptr number_read(Scan *s, Ptr p, Ptr e, Num *n) {
+    Ptr q = p;
+    memset(n, 0, sizeof *n);
+    n->exact = n->plain = 1;
+    if (q < e && *q == '-') {
+        n->negative = 1;
+        q++;
+    }
+    if (q >= e) return fail(s, "the event array is cut off before its closing bracket");
+    if (*q == '0') {
+        q++;
+    } else if (*q >= '1' && *q <= '9') {
+        for (; q < e && is_digit(*q); q++) gather(n, *q, 0);
+    } else {
+        return fail(s, "a number that is not JSON");
+    }
+    if (q < e && *q == '.') {
+        n->plain = 0;
+        q++;
+        if (q >= e || !is_digit(*q)) return fail(s, "a number that is not JSON");
+        for (; q < e && is_digit(*q); q++) gather(n, *q, 1);
+    }
+    if (q < e && (*q == 'e' || *q == 'E')) {
+        n->plain = 0;
+        q++;
+        int sign = 1;
+        long e10 = 0;
+        if (q < e && (*q == '+' || *q == '-')) sign = *q++ == '-' ? -1 : 1;
+        if (q >= e || !is_digit(*q)) return fail(s, "a number that is not JSON");
+        for (; q < e && is_digit(*q); q++)
+            if (e10 < 100000) e10 = e10 * 10 + (*q - '0');
+        n->exponent += (int)(sign * e10);
+    }
+    if (q < e && (is_digit(*q) || *q == '.' || *q == 'e' || *q == 'E'))
+        return fail(s, "a number that is not JSON");
+    return q;
+}
+
+static int num_double(const Num *n, Ptr p, Ptr q, double *out) {
+    if (n->exact && n->mantissa <= (UINT64_C(1) << 53) && n->exponent >= -22 && n->exponent <= 22) {
+        double m = (double)n->mantissa;
+        double v = n->exponent < 0 ? m / POW10[-n->exponent] : m * POW10[n->exponent];
+        *out = n->negative ? -v : v;
+        return 1;
+    }
+    return to_double(p, q, out);
+}
+
+static int to_int(Ptr p, Ptr q, int plain, int64_t *out);
+
+static int num_int(const Num *n, Ptr p, Ptr q, int64_t *out) {
+    if (n->plain && n->exact && n->digits <= 18) { /* below 10**18 < 2**63 */
+        *out = n->negative ? -(int64_t)n->mantissa : (int64_t)n->mantissa;
+        return 1;
+    }
+    return to_int(p, q, n->plain, out);
+}
+
+/* An integer field: plain int64 text, or an integral number below 2**63 in magnitude; else null. */
+static int to_int(Ptr p, Ptr q, int plain, int64_t *out) {
+    if (plain) {
+        Ptr r = p;
+        int negative = *r == '-';
+        if (negative) r++;
+        uint64_t v = 0;
+        int overflow = 0;
+        for (; r < q; r++) {
+            uint64_t d = (uint64_t)(*r - '0');
+            if (v > (UINT64_MAX - d) / 10) {
+                overflow = 1;
+                break;
+            }
+            v = v * 10 + d;
+        }
+        if (!overflow) {
+            if (!negative && v <= (uint64_t)INT64_MAX) {
+                *out = (int64_t)v;
+                return 1;
+            }
+            if (negative && v <= (uint64_t)INT64_MAX + 1) {
+                *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+                return 1;
+            }
+        }
+    }
+    double d;
+    if (!to_double(p, q, &d)) return 0;
+    if (isfinite(d) && d == floor(d) && fabs(d) < 9223372036854775808.0) {
+        *out = (int64_t)d;
+        return 1;
+    }
+    return 0;
+}
+
+static void put_view(Scan *s, Field *f, size_t row, Ptr a, size_t len, uint32_t buffer, size_t offset) {
+    unsigned char *v = f->values + row * VIEW_BYTES;
+    uint32_t n = (uint32_t)len;
+    memcpy(v, &n, 4);
+    if (len <= INLINE_BYTES) {
+        for (size_t i = 0; i < len; i++) v[4 + i] = a[i];
+    } else {
+        uint32_t at = (uint32_t)offset;
+        memcpy(v + 4, a, 4);
+        memcpy(v + 8, &buffer, 4);
+        memcpy(v + 12, &at, 4);
+    }
+    mark_valid(f, row);
+    (void)s;
+}
+
+static int put_utf8(Grow *g, unsigned code) {
+    if (!grow_reserve(g, 4)) return 0;
+    unsigned char *o = g->data + g->size;
+    if (code < 0x80) {
+        o[0] = (unsigned char)code;
+        g->size += 1;
+    } else if (code < 0x800) {
+        o[0] = (unsigned char)(0xC0 | (code >> 6));
+        o[1] = (unsigned char)(0x80 | (code & 0x3F));
+        g->size += 2;
+    } else if (code < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | (code >> 12));
+        o[1] = (unsigned char)(0x80 | ((code >> 6) & 0x3F));
+        o[2] = (unsigned char)(0x80 | (code & 0x3F));
+        g->size += 3;
+    } else {
+        o[0] = (unsigned char)(0xF0 | (code >> 18));
+        o[1] = (unsigned char)(0x80 | ((code >> 12) & 0x3F));
+        o[2] = (unsigned char)(0x80 | ((code >> 6) & 0x3F));
+        o[3] = (unsigned char)(0x80 | (code & 0x3F));
+        g->size += 4;
+    }
+    return 1;
+}
+
+/* The escaped string a..b (inside its quotes, already validated), unescaped into the side buffer. */
+static Ptr put_unescaped(Scan *s, Field *f, size_t row, Ptr a, Ptr b) {
+    size_t at = s->side.size;
+    while (a < b) {
+        Ptr run = a;
+        while (a < b && *a != '\\') a++;
+        if (a > run) {
+            if (!grow_reserve(&s->side, (size_t)(a - run))) return fail(s, "out of memory");
+            memcpy(s->side.data + s->side.size, run, (size_t)(a - run));
+            s->side.size += (size_t)(a - run);
+        }
+        if (a < b) {
+            unsigned code;
+            a = escape(s, a, b, &code);
+            if (!a || !put_utf8(&s->side, code)) return fail(s, "out of memory");
+        }
+    }
+    if (s->side.size > INT32_MAX) return fail(s, "escaped strings too long for the fast path");
+    /* Views into the side buffer are completed by the caller once the buffer stops moving: the
+       inline prefix is copied here, the offset is relative to the side buffer's start. */
+    put_view(s, f, row, s->side.data + at, s->side.size - at, 1, at);
+    return b;
+}
+
+static int add_fixup(Scan *s, size_t row, int field, Ptr a, Ptr b) {
+    int64_t record[4] = {(int64_t)row, field, (int64_t)(a - s->buf), (int64_t)(b - s->buf)};
+    if (!grow_reserve(&s->fixups, sizeof record)) return 0;
+    memcpy(s->fixups.data + s->fixups.size, record, sizeof record);
+    s->fixups.size += sizeof record;
+    return 1;
+}
+
+/* The array p..q (validated JSON) as [x, y, z] integers; ok[k] when component k fits int32. */
+static int triple(Ptr p, Ptr q, int32_t v[3], int ok[3]) {
+    Ptr r = p + 1;
+    for (int k = 0; k < 3; k++) {
+        r = ws(r, q);
+        int negative = r < q && *r == '-';
+        if (negative) r++;
+        if (r >= q || !is_digit(*r)) return 0;
+        int64_t magnitude = 0;
+        ok[k] = 1;
+        for (; r < q && is_digit(*r); r++) {
+            magnitude = magnitude * 10 + (*r - '0');
+            if (magnitude > (int64_t)INT32_MAX + 1) {
+                ok[k] = 0;
+                magnitude = 0;
+            }
+        }
+        if (ok[k] && (negative ? -magnitude < INT32_MIN : magnitude > INT32_MAX)) ok[k] = 0;
+        v[k] = ok[k] ? (int32_t)(negative ? -magnitude : magnitude) : 0;
+        r = ws(r, q);
+        if (r >= q || *r != (k < 2 ? ',' : ']')) return 0;
+        r++;
+    }
+    return r == q;
+}
+
+/* A kernel's grid or block: written into the triple field `index` and the two after it. */
+static Ptr read_triple(Scan *s, int index, size_t row, Ptr p, Ptr e, int depth) {
+    int escaped;
+    Ptr q;
+    if (*p == '"') {
+        q = string_end(s, p, e, &escaped);
+        if (q && (escaped || (q - p > 2 && p[1] == '[')) && !add_fixup(s, row, index, p, q)) return fail(s, "out of memory");
+        return q;
+    }
+    if (*p != '[') return skip_value(s, p, e, depth);
+    q = skip_container(s, p, e, depth + 1);
+    int32_t v[3];
+    int ok[3];
+    if (q && triple(p, q, v, ok)) {
+        for (int k = 0; k < 3; k++) {
+            if (!ok[k]) continue;
+            memcpy(s->fields[index + k].values + row * 4, &v[k], 4);
+            mark_valid(&s->fields[index + k], row);
+        }
+    }
+    return q;
+}
+
+/* The value at p, read into field f of this row; returns the byte after it. */
+static Ptr read_value(Scan *s, int index, size_t row, Ptr p, Ptr e, int depth) {
+    Field *f = &s->fields[index];
+    int escaped, plain;
+    Ptr q;
+    if (p >= e) return fail(s, "the event array is cut off before its closing bracket");
+    if (f->type == T_TRIPLE) return read_triple(s, index, row, p, e, depth);
+    unsigned char c = *p;
+    int numeric = f->type == T_FLOAT || f->type == T_INT;
+    if (c == '"') {
+        q = string_end(s, p, e, &escaped);
+        if (!q) return NULL;
+        if (numeric) return fail_field(s, "a value of %s that is not a number", f);
+        if (!escaped) {
+            if ((size_t)(q - 1 - s->base) > INT32_MAX) return fail(s, "a chunk too long for the fast path");
+            put_view(s, f, row, p + 1, (size_t)(q - 1 - (p + 1)), 0, (size_t)(p + 1 - s->base));
+            return q;
+        }
+        return put_unescaped(s, f, row, p + 1, q - 1) ? q : NULL;
+    }
+    if (c == '{' || c == '[') {
+        q = skip_container(s, p, e, depth + 1);
+        if (!q) return NULL;
+        if (numeric) return fail_field(s, "a value of %s that is not a number", f);
+        return fail_field(s, "an object or array where %s should be text", f);
+    }
+    if (c == 't' || c == 'f' || c == 'n') {
+        q = literal_end(s, p, e);
+        if (!q) return NULL;
+        if (!numeric && c != 'n') put_view(s, f, row, p, (size_t)(q - p), 0, (size_t)(p - s->base));
+        return q;
+    }
+    if ((c == '-' || is_digit(c)) && numeric) {
+        Num n;
+        q = number_read(s, p, e, &n);
+        if (!q) return NULL;
+        if (f->type == T_FLOAT) {
+            double v;
+            if (!num_double(&n, p, q, &v)) return fail(s, "a number that is not JSON");
+            memcpy(f->values + row * 8, &v, 8);
+            mark_valid(f, row);
+        } else {
+            int64_t v;
+            if (num_int(&n, p, q, &v)) {
+                memcpy(f->values + row * 8, &v, 8);
+                mark_valid(f, row);
+            }
+        }
+        return q;
+    }
+    if (c == '-' || is_digit(c)) {
+        q = number_end(s, p, e, &plain);
+        if (!q) return NULL;
+        if (plain && !(q - p == 2 && p[0] == '-')) {
+            put_view(s, f, row, p, (size_t)(q - p), 0, (size_t)(p - s->base));
+        } else {
+            mark_valid(f, row);
+            if (!add_fixup(s, row, index, p, q)) return fail(s, "out of memory");
+        }
+        return q;
+    }
+    return skip_value(s, p, e, depth);
+}
+
+static inline uint64_t load8(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* Whether the n bytes at b (inside a buffer ending at e) are field f's key: 8 bytes at a time where
+   the buffer has room to read whole words (the little-endian masks keep the first bytes). */
+static inline int same(const Field *f, Ptr b, size_t n, Ptr e) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if ((size_t)(e - b) >= ((n + 7) & ~(size_t)7)) {
+        size_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            if (load8(f->padded + i) != load8(b + i)) return 0;
+        return i == n || !((load8(f->padded + i) ^ load8(b + i)) & ((UINT64_C(1) << (8 * (n - i))) - 1));
+    }
+#endif
+    for (size_t i = 0; i < n; i++)
+        if (f->padded[i] != b[i]) return 0;
+    return 1;
+}
+
+static int find_field(Scan *s, int where, Ptr key, size_t len, Ptr e) {
+    if (len == 0 || len >= KEY_LENGTHS || key[0] >= 128) return -1;
+    for (int i = s->first_key[where][len][key[0]] - 1; i >= 0; i = s->next_key[i] - 1)
+        if (same(&s->fields[i], key, len, e)) return i;
+    return -1;
+}
+
+/* An object whose keys are matched against the fields `where`; p is at its '{'. */
+static Ptr read_object(Scan *s, int where, size_t row, Ptr p, Ptr e, int depth) {
+    p = ws(p + 1, e);
+    if (p < e && *p == '}') return p + 1;
+    for (;;) {
+        int escaped;
+        if (p >= e) return fail(s, "the event array is cut off before its closing bracket");
+        if (*p != '"') return fail(s, "an object key that is not a string");
+        Ptr key = p + 1;
+        p = string_end(s, p, e, &escaped);
+        if (!p) return NULL;
+        if (escaped) return fail(s, "a key holds a backslash escape");
+        size_t key_len = (size_t)(p - 1 - key);
+        p = ws(p, e);
+        if (p >= e || *p != ':') return fail(s, "a missing ':' after an object key");
+        p = ws(p + 1, e);
+        if (p >= e) return fail(s, "the event array is cut off before its closing bracket");
+        int index = find_field(s, where, key, key_len, e);
+        if (index < 0 || s->set[index]) {
+            p = skip_value(s, p, e, depth);
+        } else if (s->fields[index].type == T_ARGS) {
+            s->set[index] = 1;
+            p = *p == '{' ? read_object(s, AT_ARGS, row, p, e, depth + 1) : skip_value(s, p, e, depth);
+        } else {
+            s->set[index] = 1;
+            p = read_value(s, index, row, p, e, depth);
+        }
+        if (!p) return NULL;
+        p = ws(p, e);
+        if (p >= e) return fail(s, "the event array is cut off before its closing bracket");
+        if (*p == '}') return p + 1;
+        if (*p != ',') return fail(s, "a missing ',' between values");
+        p = ws(p + 1, e);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the module function */
+
+static void release(Scan *s) {
+    for (int i = 0; i < s->nfields; i++) {
+        pool_give(s->fields[i].values, s->fields[i].values_cap);
+        pool_give(s->fields[i].valid, s->fields[i].valid_cap);
+    }
+    free(s->side.data);
+    free(s->fixups.data);
+}
+
+static int parse_fields(Scan *s, PyObject *spec) {
+    PyObject *seq = PySequence_Fast(spec, "fields must be a sequence");
+    if (!seq) return 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > MAX_FIELDS) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "too many fields");
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Field *f = &s->fields[i];
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "sy#ii", &f->name, &f->key, &f->key_len, &f->where,
+                              &f->type)) {
+            Py_DECREF(seq);
+            return 0;
+        }
+        f->width = f->type == T_FLOAT || f->type == T_INT ? 8 : f->type == T_TEXT ? VIEW_BYTES : 4;
+        s->nfields = (int)i + 1;
+        if (f->type == T_PART) continue;  /* the y and z of the triple before it: never looked up by key */
+        if (f->where < 0 || f->where > 1 || f->key_len < 1 || f->key_len >= KEY_LENGTHS || (unsigned char)f->key[0] >= 128) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "a field key must be 1 to 63 bytes, starting with an ASCII byte");
+            return 0;
+        }
+        memcpy(f->padded, f->key, (size_t)f->key_len);
+        signed char *slot = &s->first_key[f->where][f->key_len][(unsigned char)f->key[0]];
+        s->next_key[i] = *slot;
+        *slot = (signed char)(i + 1);
+    }
+    Py_DECREF(seq);  /* the names stay alive: the caller's tuple holds them */
+    for (int i = 0; i < s->nfields; i++) {
+        int parts = s->fields[i].type == T_TRIPLE;
+        if (parts && (i + 2 >= s->nfields || s->fields[i + 1].type != T_PART || s->fields[i + 2].type != T_PART)) {
+            PyErr_SetString(PyExc_ValueError, "a triple field must be followed by its two parts");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Memory written by scan(), handed to Python without a copy and freed with the object. */
+typedef struct {
+    PyObject_HEAD void *data;
+    Py_ssize_t size;
+    size_t cap;
+} BufferObject;
+
+static void buffer_dealloc(BufferObject *self) {
+    pool_give(self->data, self->cap);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int buffer_get(BufferObject *self, Py_buffer *view, int flags) {
+    static char empty[1];
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : empty, self->size, 1, flags);
+}
+
+static PyBufferProcs buffer_procs = {(getbufferproc)buffer_get, NULL};
+
+static PyTypeObject BufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "traceq.importers._kineto_scan.Buffer",
+    .tp_basicsize = sizeof(BufferObject),
+    .tp_dealloc = (destructor)buffer_dealloc,
+    .tp_as_buffer = &buffer_procs,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory written by scan(), read through the buffer protocol (read-only).",
+};
+
+/* Hands `*data` (malloc'd, `size` bytes used) to a new Buffer; *data is NULL afterwards. */
+static PyObject *hand_over(unsigned char **data, size_t size, size_t cap) {
+    BufferObject *b = PyObject_New(BufferObject, &BufferType);
+    if (!b) return NULL;
+    b->data = *data;
+    b->size = (Py_ssize_t)size;
+    b->cap = cap;
+    *data = NULL;
+    return (PyObject *)b;
+}
+
+static PyObject *result(Scan *s, size_t consumed, int status) {
+    PyObject *columns = PyList_New(s->nfields);
+    if (!columns) return NULL;
+    for (int i = 0; i < s->nfields; i++) {
+        Field *f = &s->fields[i];
+        if (f->type == T_ARGS) {
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(columns, i, Py_None);
+            continue;
+        }
+        size_t valid = 0;
+        for (size_t b = 0; b < (s->rows + 7) / 8; b++) valid += (size_t)__builtin_popcount(f->valid[b]);
+        PyObject *item = Py_BuildValue("(NNn)", hand_over(&f->values, s->rows * f->width, f->values_cap),
+                                       hand_over(&f->valid, (s->rows + 7) / 8, f->valid_cap),
+                                       (Py_ssize_t)(s->rows - valid));
+        if (!item) {
+            Py_DECREF(columns);
+            return NULL;
+        }
+        PyList_SET_ITEM(columns, i, item);
+    }
+    return Py_BuildValue("(nniNNN)", (Py_ssize_t)consumed, (Py_ssize_t)s->rows, status, columns,
+                         hand_over(&s->side.data, s->side.size, s->side.cap),
+                         hand_over(&s->fixups.data, s->fixups.size, s->fixups.cap));
+}
+
+PyDoc_STRVAR(scan_doc,
+             "scan(buffer, begin, limit, first, fields) -> (consumed, events, status, columns, side, fixups) | str\n\n"
+             "Read events from buffer[begin:], which starts right after the array's '[' (first) or right after\n"
+             "an event, until the first event that ends at or after `limit`, the array's ']' or the end of the\n"
+             "buffer.  `fields` is a sequence of (name, key, where, type).  Returns a decline reason (str)\n"
+             "for anything that is not strict JSON or that a field cannot take.");
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t begin, limit;
+    int first;
+    PyObject *spec;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nnpO", &view, &begin, &limit, &first, &spec)) return NULL;
+    Scan s;
+    memset(&s, 0, sizeof s);
+    PyObject *out = NULL;
+    if (!parse_fields(&s, spec)) goto done;
+    if (begin < 0 || begin > view.len) {
+        PyErr_SetString(PyExc_ValueError, "begin is outside the buffer");
+        goto done;
+    }
+    s.buf = view.buf;
+    s.end = s.buf + view.len;
+    s.base = s.buf + begin;
+    Ptr p = s.base, e = s.end, stop = s.buf + (limit < view.len ? limit : view.len);
+    int status = MORE, after_event = !first, no_memory = 0;
+    if (!reserve_rows(&s, (size_t)(stop - s.base) / 256)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS  /* the pass touches no Python object: other threads run meanwhile */
+    for (;;) {
+        Ptr at = ws(p, e);
+        if (at >= e) {
+            status = OPEN_END;
+            p = e;
+            break;
+        }
+        if (*at == ']') {
+            status = CLOSED;
+            p = at;
+            break;
+        }
+        if (after_event) {
+            if (*at != ',') {
+                fail(&s, *at == '}' ? "the event array closes with '}'" : "a missing ',' between events");
+                break;
+            }
+            at = ws(at + 1, e);
+            if (at >= e) {
+                fail(&s, "the event array is cut off before its closing bracket");
+                break;
+            }
+            if (*at == ']') {
+                fail(&s, "a trailing comma");
+                break;
+            }
+        }
+        if (*at != '{') {
+            fail(&s, "an element of the event array is not an object");
+            break;
+        }
+        if (!reserve_rows(&s, (size_t)(stop - s.base) / 256)) {
+            no_memory = 1;
+            break;
+        }
+        memset(s.set, 0, sizeof s.set);
+        p = read_object(&s, AT_TOP, s.rows, at, e, 2);
+        if (!p) break;
+        s.rows++;
+        after_event = 1;
+        if (p >= stop) break;
+    }
+    Py_END_ALLOW_THREADS
+    if (no_memory) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (s.failed) {
+        out = PyUnicode_FromString(s.error);
+        goto done;
+    }
+    out = result(&s, (size_t)(p - s.buf), status);
+done:
+    release(&s);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+PyDoc_STRVAR(trim_doc, "trim() -> None\n\nFree the output buffers kept for the next pass (call once a file is read).");
+
+static PyObject *trim(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    while (pooled) free(pool[--pooled].data);
+    pooled_bytes = 0;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {{"scan", scan, METH_VARARGS, scan_doc},
+                                {"trim", trim, METH_NOARGS, trim_doc},
+                                {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto_scan",
+                                    "The Kineto fast path's single pass over the event array (see scan).", -1,
+                                    methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__kineto_scan(void) {
+    if (PyType_Ready(&BufferType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddIntConstant(m, "FLOAT", T_FLOAT) || PyModule_AddIntConstant(m, "INT", T_INT) ||
+        PyModule_AddIntConstant(m, "TEXT", T_TEXT) || PyModule_AddIntConstant(m, "TRIPLE", T_TRIPLE) ||
+        PyModule_AddIntConstant(m, "ARGS", T_ARGS) || PyModule_AddIntConstant(m, "PART", T_PART) || PyModule_AddIntConstant(m, "TOP", AT_TOP) ||
+        PyModule_AddIntConstant(m, "IN_ARGS", AT_ARGS) || PyModule_AddIntConstant(m, "MORE", MORE) ||
+        PyModule_AddIntConstant(m, "CLOSED", CLOSED) || PyModule_AddIntConstant(m, "OPEN_END", OPEN_END)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,26 @@
+"""Types of the compiled scanner (``_kineto_scan.c``); see :mod:`traceq.importers.kineto_fast`."""
+
+from collections.abc import Sequence
+from typing import Final
+
+from typing_extensions import Buffer
+
+FLOAT: Final[int]
+INT: Final[int]
+TEXT: Final[int]
+TRIPLE: Final[int]
+PART: Final[int]
+ARGS: Final[int]
+TOP: Final[int]
+IN_ARGS: Final[int]
+MORE: Final[int]
+CLOSED: Final[int]
+OPEN_END: Final[int]
+
+Column = tuple[Buffer, Buffer, int] | None
+"""A field's values, validity bitmap and null count (None for the ``args`` holder)."""
+
+def scan(
+    buffer: Buffer, begin: int, limit: int, first: bool, fields: Sequence[tuple[str, bytes, int, int]], /
+) -> tuple[int, int, int, list[Column], Buffer, Buffer] | str: ...
+def trim() -> None: ...

@@ -1,0 +1,286 @@
+"""The fast path's columns: a block of the raw event frame from one pass of the compiled scanner.
+
+:mod:`traceq.importers._kineto_scan` (C, ``_kineto_scan.c``) validates a run of events as strict
+JSON and writes, in the same single pass, the Arrow buffers of the fields asked for: float64 and
+int64 values with validity bitmaps, and Arrow *string views* for text (short values inline, long
+ones pointing into the file's own bytes, escaped strings into a side buffer of unescaped text).
+This module turns those buffers into polars columns without a Python object per event; the only
+per-value Python work is for numbers read into a text field that are not plain integers (rare),
+which are spelled as the lenient path spells them (:func:`float_text`).
+
+Each value is converted as :mod:`traceq.importers.kineto_lenient` converts it -- that module is the
+reference both paths must agree with -- or the scanner *declines* (:class:`FastPathDeclined`): not
+strict JSON, invalid UTF-8, an unpaired surrogate escape, an escape inside a key, an element of the
+event array that is not an object, a string where a number is expected, an object or array in a
+text field.  A kernel's ``grid``/``block`` is read by the scanner into three Int32 columns when it
+is an ``[x, y, z]`` array; strings are left to :func:`triple_of_text`, which both paths use.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Final
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from traceq.importers import _kineto_scan
+
+Raw = bytes | bytearray | mmap.mmap
+"""The file's bytes as the fast path reads them."""
+
+_INLINE: Final = 12
+CLOSED: Final = int(_kineto_scan.CLOSED)
+"""A pass's status when it stopped at the array's ``]``."""
+OPEN_END: Final = int(_kineto_scan.OPEN_END)
+"""A pass's status when the data ended after a complete event, without a ``]``."""
+"""An Arrow string view holds up to 12 bytes inline."""
+
+
+class FastPathDeclined(Exception):
+    """The fast path cannot vouch for this file; ``reason`` says why (it lands in meta.warnings)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def float_text(value: float) -> str:
+    """Shortest round-trip decimal without exponent or trailing ``.0`` (how polars spells a float as text,
+    and so how both parsers spell a number read into a text field)."""
+    text = format(Decimal(repr(value)), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+_TRIPLE_TEXT: Final = re.compile(r"\[\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\]", re.ASCII)
+_INT32: Final = range(-(2**31), 2**31)
+Triple = tuple[int | None, int | None, int | None]
+NO_TRIPLE: Final[Triple] = (None, None, None)
+
+
+def triple_of_text(text: str) -> Triple:
+    """``"[x, y, z]"`` (ASCII digits, any whitespace around them) as Int32 components; a component
+    outside Int32 is None, and text of any other form gives no triple."""
+    match = _TRIPLE_TEXT.fullmatch(text)
+    if not match:
+        return NO_TRIPLE
+    x, y, z = (int(group) if int(group) in _INT32 else None for group in match.groups())
+    return x, y, z
+
+
+def triple_of_list(value: list[object]) -> Triple:
+    """A JSON array ``[x, y, z]`` of three integers (not booleans, not floats), as the scanner reads it."""
+    if len(value) != 3 or any(type(v) is not int for v in value):
+        return NO_TRIPLE
+    x, y, z = (v if isinstance(v, int) and v in _INT32 else None for v in value)
+    return x, y, z
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """What the scanner is asked to read: one ``(name, key, where, type)`` per raw-frame column."""
+
+    schema: Mapping[str, pl.DataType]
+    fields: tuple[tuple[str, bytes, int, int], ...]
+
+    @classmethod
+    def of(cls, schema: Mapping[str, pl.DataType], triples: Sequence[str]) -> FieldSpec:
+        """``schema``: ``idx``, top-level fields, ``args.<key>`` fields, then ``<key>_x/_y/_z`` for
+        each ``args`` key in ``triples``, with their raw dtypes."""
+        fields = [("args", b"args", _kineto_scan.TOP, _kineto_scan.ARGS)]
+        parts = {f"{key}_{axis}": (key, axis) for key in triples for axis in "xyz"}
+        for name, dtype in schema.items():
+            if name == "idx":
+                continue
+            if name in parts:
+                key, axis = parts[name]
+                kind = _kineto_scan.TRIPLE if axis == "x" else _kineto_scan.PART
+                fields.append((name, key.encode(), _kineto_scan.IN_ARGS, kind))
+                continue
+            where, key = (_kineto_scan.IN_ARGS, name[5:]) if name.startswith("args.") else (_kineto_scan.TOP, name)
+            fields.append((name, key.encode(), where, _kind(dtype)))
+        return cls(schema, tuple(fields))
+
+
+def _kind(dtype: pl.DataType) -> int:
+    if dtype == pl.Float64():
+        return int(_kineto_scan.FLOAT)
+    if dtype in (pl.String(), pl.Categorical()):
+        return int(_kineto_scan.TEXT)
+    return int(_kineto_scan.INT)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One scanner pass: the raw frame of its events and where the pass stopped.
+
+    ``consumed`` is the offset right after the last event, or of the array's ``]`` when ``closed``;
+    ``open_end`` when the data ended after a complete event without a ``]``.
+    """
+
+    frame: pl.DataFrame
+    consumed: int
+    events: int
+    closed: bool
+    open_end: bool
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """What one pass of the compiled scanner returned (its buffers, not yet columns)."""
+
+    begin: int
+    consumed: int
+    events: int
+    status: int
+    columns: list[_kineto_scan.Column]
+    side: memoryview
+    fixups: memoryview
+
+
+def scan(buf: Raw, begin: int, limit: int, *, first: bool, spec: FieldSpec) -> Scanned:
+    """One pass of the scanner from ``buf[begin:]`` (right after the ``[``, or after an event) until an
+    event ends at or after ``limit``.  Runs without the GIL.  Raises :class:`FastPathDeclined`."""
+    out = _kineto_scan.scan(buf, begin, limit, first, spec.fields)
+    if isinstance(out, str):
+        raise FastPathDeclined(out)
+    consumed, n, status, columns, side, fixups = out
+    return Scanned(begin, consumed, n, status, columns, memoryview(side), memoryview(fixups))
+
+
+def trim() -> None:
+    """Free the output buffers the scanner keeps for its next pass (once a file is read)."""
+    _kineto_scan.trim()
+
+
+def scan_block(buf: Raw, begin: int, limit: int, *, first: bool, spec: FieldSpec, first_index: int) -> Block:
+    """:func:`scan` then :func:`to_block`."""
+    return to_block(buf, scan(buf, begin, limit, first=first, spec=spec), spec=spec, first_index=first_index)
+
+
+def to_block(buf: Raw, scanned: Scanned, *, spec: FieldSpec, first_index: int) -> Block:
+    """The raw frame of a pass's events, numbered from ``first_index``."""
+    begin, consumed, n, status = scanned.begin, scanned.consumed, scanned.events, scanned.status
+    columns, side, fixups = scanned.columns, scanned.side, scanned.fixups
+    data = pa.py_buffer(memoryview(buf)[begin:consumed])
+    kinds = [kind for _name, _key, _where, kind in spec.fields]
+    extra = _Fixups(buf, fixups, len(side), first_index, kinds)
+    side_buffer = _side_buffer(side, extra.blob)
+    series: list[pl.Series] = [pl.Series("idx", np.arange(first_index, first_index + n, dtype=np.uint32))]
+    numbers = {
+        _kineto_scan.FLOAT: pa.float64(),
+        _kineto_scan.INT: pa.int64(),
+        _kineto_scan.TRIPLE: pa.int32(),
+        _kineto_scan.PART: pa.int32(),
+    }
+    for position, (name, _key, _where, kind) in enumerate(spec.fields):
+        if kind == _kineto_scan.ARGS:
+            continue
+        column_buffers = columns[position]
+        assert column_buffers is not None
+        values, validity, nulls = column_buffers
+        dtype = spec.schema[name]
+        if kind in numbers:
+            # Number columns may outlive the pass (compact passes some through): they get memory of
+            # their own size, and the scanner's (sized for a guess of the row count) goes back to
+            # its pool for the next pass.
+            bitmap = pa.py_buffer(bytes(validity)) if nulls else None
+            array = pa.Array.from_buffers(numbers[kind], n, [bitmap, pa.py_buffer(bytes(values))], null_count=nulls)
+        else:
+            bitmap = pa.py_buffer(validity) if nulls else None
+            views = extra.apply(position, memoryview(values))
+            buffers = [bitmap, pa.py_buffer(views), data] + ([side_buffer] if side_buffer is not None else [])
+            array = pa.Array.from_buffers(pa.string_view(), n, buffers, null_count=nulls)
+        column = pl.from_arrow(array)
+        assert isinstance(column, pl.Series)
+        series.append(column.alias(name) if column.dtype == dtype else column.cast(dtype).alias(name))
+    frame = pl.DataFrame(series)
+    if extra.triples:
+        frame = frame.update(extra.triple_frame(spec), on="idx")
+    return Block(frame, consumed, n, status == _kineto_scan.CLOSED, status == _kineto_scan.OPEN_END)
+
+
+def _side_buffer(side: memoryview, blob: bytes) -> pa.Buffer | None:
+    if not blob:
+        return pa.py_buffer(side) if len(side) else None
+    return pa.py_buffer(bytes(side) + blob)
+
+
+class _Fixups:
+    """What the scanner leaves to Python: numbers read into text fields that are not plain integers
+    (spelled by :func:`float_text`, appended after the scanner's side buffer -- data buffer 1 -- with
+    their views patched in), and strings in a triple field (read by :func:`triple_of_text`)."""
+
+    def __init__(self, buf: Raw, records: memoryview, side_size: int, first_index: int, kinds: Sequence[int]):
+        self.by_field: dict[int, list[tuple[int, int, int]]] = {}
+        self.triples: dict[int, dict[int, Triple]] = {}
+        texts: list[bytes] = []
+        at = side_size
+        table = np.frombuffer(records, dtype=np.int64).reshape(-1, 4)
+        for row, field, start, end in table.tolist():
+            if kinds[field] == _kineto_scan.TRIPLE:
+                text = json.loads(bytes(buf[start:end]))
+                self.triples.setdefault(field, {})[first_index + row] = triple_of_text(text)
+                continue
+            number = bytes(buf[start:end]).decode()
+            text = (float_text(json.loads(number)) if number != "-0" else "0").encode()
+            self.by_field.setdefault(field, []).append((row, at, len(text)))
+            texts.append(text)
+            at += len(text)
+        self.blob = b"".join(texts)
+        self._side_size = side_size
+
+    def triple_frame(self, spec: FieldSpec) -> pl.DataFrame:
+        """``idx`` and the triple columns of the rows whose triple was a string (others left null,
+        so that ``DataFrame.update`` keeps the scanner's values there)."""
+        rows = sorted({row for by_row in self.triples.values() for row in by_row})
+        columns: dict[str, list[int | None]] = {}
+        for field, by_row in self.triples.items():
+            for axis in range(3):
+                columns[spec.fields[field + axis][0]] = [by_row.get(row, NO_TRIPLE)[axis] for row in rows]
+        schema = {"idx": pl.UInt32(), **{name: pl.Int32() for name in columns}}
+        return pl.DataFrame({"idx": rows, **columns}, schema=schema)
+
+    def apply(self, field: int, views: memoryview) -> memoryview | bytes:
+        """``views`` with this field's fixed-up rows pointing at their text."""
+        rows = self.by_field.get(field)
+        if not rows:
+            return views
+        patched = bytearray(views)
+        for row, offset, length in rows:
+            text = self.blob[offset - self._side_size : offset - self._side_size + length]
+            view = length.to_bytes(4, "little")
+            if length <= _INLINE:
+                view += text.ljust(_INLINE, b"\0")
+            else:
+                view += text[:4] + (1).to_bytes(4, "little") + offset.to_bytes(4, "little")
+            patched[row * 16 : row * 16 + 16] = view
+        return bytes(patched)
+
+
+__all__ = [
+    "CLOSED",
+    "NO_TRIPLE",
+    "OPEN_END",
+    "Block",
+    "FastPathDeclined",
+    "FieldSpec",
+    "Raw",
+    "Scanned",
+    "Triple",
+    "float_text",
+    "scan",
+    "scan_block",
+    "to_block",
+    "trim",
+    "triple_of_list",
+    "triple_of_text",
+]
