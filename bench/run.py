@@ -200,7 +200,14 @@ def warm_page_cache(path: Path) -> None:
 
 
 def bench_file(
-    record: DataFile, data: Path, *, hta_python: str | None, pandas_max_mb: float, repeat: int, timeout_s: float
+    record: DataFile,
+    data: Path,
+    *,
+    hta_python: str | None,
+    hta_max_mb: float,
+    pandas_max_mb: float,
+    repeat: int,
+    timeout_s: float,
 ) -> FileResult:
     path = data / record.name
     result = FileResult(record.name, record.family, record.layout, record.origin, record.bytes, record.json_bytes)
@@ -224,7 +231,7 @@ def bench_file(
     step("cached", probe(python, "cached", path, repeat=repeat, timeout_s=timeout_s, cache_dir=cache_dir))
     step("report", probe(python, "report", path, repeat=repeat, timeout_s=timeout_s, cache_dir=cache_dir))
     shutil.rmtree(cache_dir, ignore_errors=True)
-    if record.family == "kineto" and hta_python is not None:
+    if record.family == "kineto" and hta_python is not None and (record.json_bytes or record.bytes) <= hta_max_mb * MB:
         folder = hta_folder(data, path)
         step("hta", probe(hta_python, "hta", path, repeat=repeat, timeout_s=timeout_s, hta_dir=folder))
         shutil.rmtree(folder, ignore_errors=True)
@@ -458,6 +465,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--pandas-max-mb", type=float, default=600.0, help="skip the pandas baseline above this JSON size (RAM)"
     )
+    parser.add_argument(
+        "--hta-max-mb",
+        type=float,
+        default=float("inf"),
+        help="skip HTA (and pandas) above this JSON size: HTA takes minutes per GB (default: no limit)",
+    )
     parser.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
     args = parser.parse_args(argv)
 
@@ -479,6 +492,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             record,
             args.data,
             hta_python=hta_python,
+            hta_max_mb=args.hta_max_mb,
             pandas_max_mb=args.pandas_max_mb,
             repeat=args.repeat,
             timeout_s=args.timeout,

@@ -964,7 +964,8 @@ static PyObject *result(Scan *s, size_t consumed, int status) {
 }
 
 PyDoc_STRVAR(scan_doc,
-             "scan(buffer, begin, limit, first, fields) -> (consumed, events, status, columns, side, fixups) | str\n\n"
+             "scan(buffer, begin, limit, first, fields, rows_hint=0) -> (consumed, events, status, columns, side, fixups)"
+             " | str\n\n"
              "Read events from buffer[begin:], which starts right after the array's '[' (first) or right after\n"
              "an event, until the first event that ends at or after `limit`, the array's ']' or the end of the\n"
              "buffer.  `fields` is a sequence of (name, key, where, type).  Returns a decline reason (str)\n"
@@ -972,11 +973,11 @@ PyDoc_STRVAR(scan_doc,
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
-    Py_ssize_t begin, limit;
+    Py_ssize_t begin, limit, rows_hint = 0;
     int first;
     PyObject *spec;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*nnpO", &view, &begin, &limit, &first, &spec)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*nnpO|n", &view, &begin, &limit, &first, &spec, &rows_hint)) return NULL;
     Scan s;
     memset(&s, 0, sizeof s);
     PyObject *out = NULL;
@@ -990,7 +991,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     s.base = s.buf + begin;
     Ptr p = s.base, e = s.end, stop = s.buf + (limit < view.len ? limit : view.len);
     int status = MORE, after_event = !first, no_memory = 0;
-    if (!reserve_rows(&s, (size_t)(stop - s.base) / 256)) {
+    /* rows for the pass: the caller's estimate (from the passes before), else one per 256 bytes */
+    size_t hint = rows_hint > 0 ? (size_t)rows_hint : (size_t)(stop - s.base) / 256;
+    if (!reserve_rows(&s, hint)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1026,7 +1029,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             fail(&s, "an element of the event array is not an object");
             break;
         }
-        if (!reserve_rows(&s, (size_t)(stop - s.base) / 256)) {
+        if (!reserve_rows(&s, hint)) {
             no_memory = 1;
             break;
         }

@@ -21,6 +21,12 @@ Column = tuple[Buffer, Buffer, int] | None
 """A field's values, validity bitmap and null count (None for the ``args`` holder)."""
 
 def scan(
-    buffer: Buffer, begin: int, limit: int, first: bool, fields: Sequence[tuple[str, bytes, int, int]], /
+    buffer: Buffer,
+    begin: int,
+    limit: int,
+    first: bool,
+    fields: Sequence[tuple[str, bytes, int, int]],
+    rows_hint: int = 0,
+    /,
 ) -> tuple[int, int, int, list[Column], Buffer, Buffer] | str: ...
 def trim() -> None: ...

@@ -105,7 +105,11 @@ class ParsedTrace:
 # Fast path
 
 CHUNK_BYTES: Final = 32 << 20
-"""Bytes of the event array scanned at a time (a pass stops after the first event ending past them)."""
+"""Bytes of the event array scanned at a time (a pass stops after the first event ending past them);
+a sixteenth of the file when that is less (at least ``FIRST_CHUNK_BYTES``), so that the passes in
+flight stay small beside a small file."""
+FIRST_CHUNK_BYTES: Final = 4 << 20
+"""The first pass is shorter, so that compacting (on this thread) starts soon after the scan."""
 _SPEC: Final = FieldSpec.of(RAW_SCHEMA, TRIPLE_FIELDS)
 
 
@@ -116,16 +120,20 @@ def parse_fast(buf: Raw, compact: Compact) -> ParsedTrace:
     thread while the previous block is converted and compacted here.
     """
     container, start = locate_event_array(buf)
+    chunk = min(CHUNK_BYTES, max(FIRST_CHUNK_BYTES, len(buf) // 16))
     frames: list[pl.DataFrame] = []
     index = 0
     released = _Release(buf)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-scan") as pool:
-        pending = pool.submit(scan, buf, start + 1, start + 1 + CHUNK_BYTES, first=True, spec=_SPEC)
+        first_limit = start + 1 + min(FIRST_CHUNK_BYTES, chunk)
+        pending = pool.submit(scan, buf, start + 1, first_limit, first=True, spec=_SPEC)
         while True:
             scanned = pending.result()
             at, closed, open_end = scanned.consumed, scanned.status == CLOSED, scanned.status == OPEN_END
             if not (closed or open_end):
-                pending = pool.submit(scan, buf, at, at + CHUNK_BYTES, first=False, spec=_SPEC)
+                # Size the next pass's columns by the events per byte seen so far, with a margin.
+                hint = (index + scanned.events) * chunk // max(at - start, 1) * 9 // 8 + 1024
+                pending = pool.submit(scan, buf, at, at + chunk, first=False, spec=_SPEC, rows_hint=hint)
             block = to_block(buf, scanned, spec=_SPEC, first_index=index)
             del scanned
             index += block.events
