@@ -7,6 +7,7 @@ repairs what it can and says so in ``meta.warnings``.
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -309,3 +310,31 @@ def test_non_object_elements_are_skipped_and_counted(tmp_path: Path) -> None:
     counts = {c.category: (c.events, c.rows, dict(c.skipped)) for c in result.stats.counts}
     assert counts["(not an event object)"] == (3, 0, {"not a JSON object": 3})
     assert result.stats.events == 4
+
+
+def test_a_gzip_trace_is_parsed_while_it_inflates_with_the_same_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Inflating 500 bytes at a time with 300-byte passes, most passes run into the end of what has
+    # arrived and wait for more; the table must not change.
+    plain = tmp_path / "t.json"
+    plain.write_text(kineto_text(TRICKY_EVENTS * 20, schemaVersion=1), encoding="utf-8")
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    monkeypatch.setattr(kineto_scan, "_READ_STEP_BYTES", 500)
+    monkeypatch.setattr(kineto_parse, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(kineto_parse, "FIRST_CHUNK_BYTES", 300)
+    monkeypatch.setattr(kineto_parse, "_MORE_BYTES", 200)
+    fast = read_kineto(packed, parser="fast")
+    monkeypatch.undo()
+    assert_identical(fast, read_kineto(packed, parser="lenient"))
+    assert fast.events.num_rows == read_kineto(plain).events.num_rows
+
+
+def test_a_gzip_stream_longer_than_its_trailer_says_is_read_whole(tmp_path: Path) -> None:
+    # Two gzip members: the trailer's size is the last member's, far less than the whole.
+    text = kineto_text(TRICKY_EVENTS, schemaVersion=1).encode()
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(text[:1000]) + gzip.compress(text[1000:]))
+    assert_identical(read_kineto(packed, parser="fast"), read_kineto(packed, parser="lenient"))
+    assert read_kineto(packed).events.num_rows > 0

@@ -30,7 +30,7 @@ from traceq.importers.kineto_lenient import parse_lenient
 from traceq.importers.kineto_meta import build_meta, distributed_int, event_facts
 from traceq.importers.kineto_normalise import normalise
 from traceq.importers.kineto_parse import ParsedTrace, parse_fast
-from traceq.importers.kineto_scan import read_trace_bytes
+from traceq.importers.kineto_scan import InflatedPastHint, Inflating, open_trace, read_trace_bytes
 from traceq.importers.result import ImportResult
 from traceq.importers.time_sort import sort_by_time
 from traceq.stats import ImportStats
@@ -94,15 +94,20 @@ def _sorted_by_time(rows: pl.DataFrame) -> pl.DataFrame:
 def _parse(path: Path, parser: Parser) -> ParsedTrace:
     if parser == "lenient":
         return parse_lenient(read_trace_bytes(path), path, compact)
-    buf = read_trace_bytes(path)
+    source = open_trace(path)
     try:
-        return parse_fast(buf, compact)
+        try:
+            return parse_fast(source, compact)
+        except InflatedPastHint:  # a gzip stream longer than its trailer said: parse it whole
+            source = read_trace_bytes(path)
+            return parse_fast(source, compact)
     except FastPathDeclined as declined:
         if parser == "fast":
             raise UnsupportedFormatError(
                 f"the fast JSON path declined the file ({declined.reason})", path=path, hint="use parser='auto'"
             ) from declined
         reason = declined.reason
+    buf = source.whole() if isinstance(source, Inflating) else source
     lenient = parse_lenient(buf, path, compact)
     note = f"the fast JSON path declined the file ({reason}); it was read with the slower lenient parser"
     return ParsedTrace(

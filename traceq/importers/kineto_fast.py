@@ -36,6 +36,8 @@ Raw = bytes | bytearray | mmap.mmap
 """The file's bytes as the fast path reads them."""
 
 _INLINE: Final = 12
+CUT_OFF: Final = "the event array is cut off"
+"""How the scanner's reason begins when the data ends inside an event (or before the array closes)."""
 CLOSED: Final = int(_kineto_scan.CLOSED)
 """A pass's status when it stopped at the array's ``]``."""
 OPEN_END: Final = int(_kineto_scan.OPEN_END)
@@ -146,7 +148,7 @@ class Scanned:
     fixups: memoryview
 
 
-def scan(buf: Raw, begin: int, limit: int, *, first: bool, spec: FieldSpec, rows_hint: int = 0) -> Scanned:
+def scan(buf: Raw | memoryview, begin: int, limit: int, *, first: bool, spec: FieldSpec, rows_hint: int = 0) -> Scanned:
     """One pass of the scanner from ``buf[begin:]`` (right after the ``[``, or after an event) until an
     event ends at or after ``limit``.  Runs without the GIL.  Raises :class:`FastPathDeclined`.
 
@@ -169,7 +171,7 @@ def scan_block(buf: Raw, begin: int, limit: int, *, first: bool, spec: FieldSpec
     return to_block(buf, scan(buf, begin, limit, first=first, spec=spec), spec=spec, first_index=first_index)
 
 
-def to_block(buf: Raw, scanned: Scanned, *, spec: FieldSpec, first_index: int) -> Block:
+def to_block(buf: Raw | memoryview, scanned: Scanned, *, spec: FieldSpec, first_index: int) -> Block:
     """The raw frame of a pass's events, numbered from ``first_index``."""
     begin, consumed, n, status = scanned.begin, scanned.consumed, scanned.events, scanned.status
     columns, side, fixups = scanned.columns, scanned.side, scanned.fixups
@@ -233,7 +235,9 @@ class _Fixups:
     (spelled by :func:`float_text`, appended after the scanner's side buffer -- data buffer 1 -- with
     their views patched in), and strings in a triple field (read by :func:`triple_of_text`)."""
 
-    def __init__(self, buf: Raw, records: memoryview, side_size: int, first_index: int, kinds: Sequence[int]):
+    def __init__(
+        self, buf: Raw | memoryview, records: memoryview, side_size: int, first_index: int, kinds: Sequence[int]
+    ):
         self.by_field: dict[int, list[tuple[int, int, int]]] = {}
         self.triples: dict[int, dict[int, Triple]] = {}
         texts: list[bytes] = []
@@ -282,6 +286,7 @@ class _Fixups:
 
 __all__ = [
     "CLOSED",
+    "CUT_OFF",
     "NO_TRIPLE",
     "OPEN_END",
     "Block",

@@ -30,8 +30,19 @@ from typing import Any, Final
 
 import polars as pl
 
-from traceq.importers.kineto_fast import CLOSED, OPEN_END, FastPathDeclined, FieldSpec, Raw, scan, to_block, trim
-from traceq.importers.kineto_scan import Container, locate_event_array
+from traceq.importers.kineto_fast import (
+    CLOSED,
+    CUT_OFF,
+    OPEN_END,
+    FastPathDeclined,
+    FieldSpec,
+    Raw,
+    Scanned,
+    scan,
+    to_block,
+    trim,
+)
+from traceq.importers.kineto_scan import Container, Inflating, locate_event_array
 
 TOP_FIELDS: Final[dict[str, pl.DataType]] = {
     "ph": pl.Categorical(),
@@ -113,28 +124,30 @@ FIRST_CHUNK_BYTES: Final = 4 << 20
 _SPEC: Final = FieldSpec.of(RAW_SCHEMA, TRIPLE_FIELDS)
 
 
-def parse_fast(buf: Raw, compact: Compact) -> ParsedTrace:
+def parse_fast(source: Raw | Inflating, compact: Compact) -> ParsedTrace:
     """Parse with the columnar path; raises :class:`FastPathDeclined` for anything it cannot vouch for.
 
-    ``buf`` is only read.  The scanner runs without the GIL, so each block's pass runs on a helper
-    thread while the previous block is converted and compacted here.
+    ``source`` is only read: the file's bytes, or a gzip file still inflating, whose events are
+    parsed as they arrive.  The scanner runs without the GIL, so each block's pass runs on a
+    helper thread while the previous block is converted and compacted here.
     """
-    container, start = locate_event_array(buf)
-    chunk = min(CHUNK_BYTES, max(FIRST_CHUNK_BYTES, len(buf) // 16))
+    container, start = _locate(source)
+    size = len(source.available(0)) if isinstance(source, Inflating) else len(source)
+    chunk = min(CHUNK_BYTES, max(FIRST_CHUNK_BYTES, _expected_size(source, size) // 16))
     frames: list[pl.DataFrame] = []
     index = 0
-    released = _Release(buf)
+    released = _Release(source)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-scan") as pool:
         first_limit = start + 1 + min(FIRST_CHUNK_BYTES, chunk)
-        pending = pool.submit(scan, buf, start + 1, first_limit, first=True, spec=_SPEC)
+        pending = pool.submit(_scan_pass, source, start + 1, first_limit, first=True, hint=0)
         while True:
             scanned = pending.result()
             at, closed, open_end = scanned.consumed, scanned.status == CLOSED, scanned.status == OPEN_END
             if not (closed or open_end):
                 # Size the next pass's columns by the events per byte seen so far, with a margin.
                 hint = (index + scanned.events) * chunk // max(at - start, 1) * 9 // 8 + 1024
-                pending = pool.submit(scan, buf, at, at + chunk, first=False, spec=_SPEC, rows_hint=hint)
-            block = to_block(buf, scanned, spec=_SPEC, first_index=index)
+                pending = pool.submit(_scan_pass, source, at, at + chunk, first=False, hint=hint)
+            block = to_block(_bytes_to(source, at), scanned, spec=_SPEC, first_index=index)
             del scanned
             index += block.events
             frames.append(compact(block.frame))
@@ -143,6 +156,7 @@ def parse_fast(buf: Raw, compact: Compact) -> ParsedTrace:
             if closed or open_end:
                 break
     trim()
+    buf = source.whole() if isinstance(source, Inflating) else source
     if open_end and container == "object":
         raise FastPathDeclined("the event array is cut off before its closing bracket")
     if container == "array" and closed and buf[at + 1 :].strip():
@@ -153,11 +167,56 @@ def parse_fast(buf: Raw, compact: Compact) -> ParsedTrace:
     return ParsedTrace(events, top, container, "fast", 0, warnings)
 
 
+_HEAD_BYTES: Final = 1 << 20
+"""Inflated bytes looked at for the start of the event array before waiting for the whole file."""
+_MORE_BYTES: Final = 4 << 20
+"""How much more inflated data a pass that ran into the end of what had arrived waits for."""
+
+
+def _locate(source: Raw | Inflating) -> tuple[Container, int]:
+    if not isinstance(source, Inflating):
+        return locate_event_array(source)
+    head = source.available(_HEAD_BYTES)
+    try:
+        return locate_event_array(bytes(head))
+    except FastPathDeclined:
+        if source.complete(len(head)):
+            raise
+    return locate_event_array(source.whole())
+
+
+def _expected_size(source: Raw | Inflating, size: int) -> int:
+    return source.expected_size if isinstance(source, Inflating) else size
+
+
+def _bytes_to(source: Raw | Inflating, offset: int) -> Raw | memoryview:
+    return source.available(offset) if isinstance(source, Inflating) else source
+
+
+def _scan_pass(source: Raw | Inflating, at: int, limit: int, *, first: bool, hint: int) -> Scanned:
+    """One scanner pass; on a file still inflating, over the bytes there so far, waiting for more
+    when the pass runs into their end (a pass stops only after an event that ends past ``limit``)."""
+    if not isinstance(source, Inflating):
+        return scan(source, at, limit, first=first, spec=_SPEC, rows_hint=hint)
+    want = limit + _MORE_BYTES
+    while True:
+        view = source.available(want)
+        try:
+            scanned = scan(view, at, limit, first=first, spec=_SPEC, rows_hint=hint)
+        except FastPathDeclined as declined:
+            if not declined.reason.startswith(CUT_OFF) or source.complete(len(view)):
+                raise
+        else:
+            if scanned.status != OPEN_END or source.complete(len(view)):
+                return scanned
+        want = len(view) + _MORE_BYTES
+
+
 class _Release:
     """Gives back the pages of a memory-mapped file once its events are compacted (they stay in the
     page cache, but leave this process's resident memory); a no-op for other buffers."""
 
-    def __init__(self, buf: Raw):
+    def __init__(self, buf: Raw | Inflating):
         self._map = buf if isinstance(buf, mmap.mmap) else None
         self._done = 0
 

@@ -1,8 +1,9 @@
 """Byte-level work of the Kineto importer: reading the file and finding its event array.
 
 :func:`read_trace_bytes` returns the file's JSON bytes (gunzipped into one preallocated
-``bytearray`` when the content is gzip); :func:`locate_event_array` finds the ``[`` that opens the
-events.  What happens inside the array is :mod:`traceq.importers.kineto_fast`'s business.
+``bytearray`` when the content is gzip), :func:`open_trace` the same but a gzip file as it starts
+inflating on a helper thread (:class:`Inflating`); :func:`locate_event_array` finds the ``[`` that
+opens the events.  What happens inside the array is :mod:`traceq.importers.kineto_fast`'s business.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import gzip
 import mmap
 import re
+import threading
 import zlib
 from pathlib import Path
 from typing import Final, Literal
@@ -36,6 +38,13 @@ def read_trace_bytes(path: Path) -> Raw:
     A plain file of at least :data:`MAP_MIN_BYTES` is memory-mapped read-only (no copy: its pages
     are the page cache's); a gzip file is inflated into one preallocated ``bytearray``.
     """
+    opened = open_trace(path)
+    return opened.whole() if isinstance(opened, Inflating) else opened
+
+
+def open_trace(path: Path) -> Raw | Inflating:
+    """:func:`read_trace_bytes`, except that a gzip file comes back as it starts inflating (an
+    :class:`Inflating`), so that its first events can be parsed while the rest inflates."""
     try:
         with path.open("rb") as fh:
             magic = fh.read(2)
@@ -56,34 +65,97 @@ def read_trace_bytes(path: Path) -> Raw:
                 )
             fh.seek(-4, 2)
             # ISIZE (uncompressed size mod 2**32) is only a hint: multi-member files and files
-            # over 4 GiB break it, and the loop below copes with either.  Deflate cannot expand
-            # more than ~1032:1, which bounds what a damaged trailer can make us allocate.
+            # over 4 GiB break it (see Inflating.whole).  Deflate cannot expand more than
+            # ~1032:1, which bounds what a damaged trailer can make us allocate.
             size_hint = min(int.from_bytes(fh.read(4), "little"), compressed_size * _MAX_DEFLATE_RATIO)
     except FileNotFoundError as exc:
         raise InputNotFoundError("no such file", path=path, hint="check the path") from exc
     except OSError as exc:
         raise InputNotFoundError(f"cannot be read ({exc.strerror})", path=path, hint="check permissions") from exc
-    try:
-        return _gunzip(path, size_hint)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise CorruptTraceError(
-            f"gzip stream is damaged ({exc})", path=path, hint="the file is truncated or not gzip; copy it again"
-        ) from exc
+    return Inflating(path, size_hint)
 
 
-def _gunzip(path: Path, size_hint: int) -> bytearray:
-    buf = bytearray(size_hint)
-    filled = 0
-    with gzip.open(path, "rb") as gz, memoryview(buf) as view:
-        while filled < len(buf):
-            got = gz.readinto(view[filled : filled + _READ_STEP_BYTES])
-            if not got:
-                break
-            filled += got
-        rest = gz.read() if filled == len(buf) else b""
-    del buf[filled:]
-    buf += rest
-    return buf
+class InflatedPastHint(Exception):
+    """The gzip stream holds more than its trailer said (several members, or over 4 GiB): the bytes
+    seen so far are not the whole file, so a parse that started on them must start again."""
+
+
+class Inflating:
+    """A gzip file inflating on a helper thread into one preallocated ``bytearray`` (zlib lets the
+    GIL go while it inflates), read as it fills: :meth:`available` waits for the bytes asked for."""
+
+    def __init__(self, path: Path, size_hint: int):
+        self.path = path
+        self._data = bytearray(size_hint)
+        self._filled = 0
+        self._rest = b""
+        self._done = False
+        self._error: BaseException | None = None
+        self._ready = threading.Condition()
+        self._thread = threading.Thread(target=self._inflate, name="traceq-gunzip", daemon=True)
+        self._thread.start()
+
+    def _inflate(self) -> None:
+        try:
+            with gzip.open(self.path, "rb") as gz, memoryview(self._data) as view:
+                while self._filled < len(self._data):
+                    got = gz.readinto(view[self._filled : self._filled + _READ_STEP_BYTES])
+                    if not got:
+                        break
+                    with self._ready:
+                        self._filled += got
+                        self._ready.notify_all()
+                rest = gz.read() if self._filled == len(self._data) else b""
+            self._rest = rest
+        except (OSError, EOFError, zlib.error) as exc:
+            self._error = exc
+        finally:
+            with self._ready:
+                self._done = True
+                self._ready.notify_all()
+
+    @property
+    def expected_size(self) -> int:
+        """The inflated size the gzip trailer gives (a hint: see :meth:`whole`)."""
+        return len(self._data)
+
+    def available(self, offset: int) -> memoryview:
+        """The inflated bytes, once ``offset`` of them are there or the stream has ended.
+
+        Raises :class:`CorruptTraceError` for a damaged stream and :class:`InflatedPastHint` when
+        the whole stream is asked for and it is longer than its trailer said.
+        """
+        with self._ready:
+            while self._filled < offset and not self._done:
+                self._ready.wait()
+            self._check()
+            if self._done and self._rest and offset > self._filled:
+                raise InflatedPastHint(str(self.path))
+            return memoryview(self._data)[: self._filled]
+
+    def complete(self, size: int) -> bool:
+        """Whether ``size`` bytes are the whole inflated file."""
+        with self._ready:
+            return self._done and self._error is None and not self._rest and size == self._filled
+
+    def whole(self) -> bytearray:
+        """All the inflated bytes (waits for the end; raises for a damaged stream)."""
+        self._thread.join()
+        self._check()
+        if self._filled < len(self._data):  # a trailer that overstated the size
+            del self._data[self._filled :]
+        if self._rest:
+            self._data += self._rest
+            self._rest = b""
+        return self._data
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise CorruptTraceError(
+                f"gzip stream is damaged ({self._error})",
+                path=self.path,
+                hint="the file is truncated or not gzip; copy it again",
+            ) from self._error
 
 
 Container = Literal["object", "array"]
