@@ -142,10 +142,55 @@ def normalise(events: pl.DataFrame, *, source: str, rank: int | None, non_object
             tid=pl.when("gpu_side").then(pl.lit(None, dtype=pl.Int64)).otherwise("tid_num"),
         )
         .filter(_IS_ROW)
-        .select(_final_columns(source=source, rank=rank))
+        .select(_final_columns(source=source, rank=rank, by_name=_name_facts(events, described["kind"])))
         .collect()
     )
     return Normalised(rows, counts, tuple(warnings))
+
+
+_NAMED: Final = (
+    ("nccl_name", "kernel", pl.Boolean()),
+    ("copy_kind", "memcpy", COPY_KIND_DTYPE),
+    ("sync_kind", "gpu_sync", SYNC_KIND_DTYPE),
+)
+"""What a row's name says, by the kind of row it is said of (see :func:`_name_facts`)."""
+
+
+def _name_facts(events: pl.DataFrame, kind: pl.Expr) -> dict[str, pl.Expr]:
+    """Per row, what the name of a kernel, memcpy or sync row says: an NCCL kernel, the copy kind,
+    the sync kind.  Worked out once per distinct (kind, name) -- a few thousand strings rather than
+    millions of rows -- and looked up by the name's categorical code."""
+    text = pl.col("name").cast(pl.String)
+    copy_token = text.str.extract(r"(?i)^\s*memcpy\s+([A-Za-z]+)", 1).str.to_lowercase()
+    sync_name = text.str.strip_chars().str.to_lowercase()
+    facts = (
+        events.lazy()
+        .filter(_IS_ROW)
+        .select(kind_key=kind.cast(pl.String), name=pl.col("name"))
+        .filter(pl.col("kind_key").is_in([k for _, k, _ in _NAMED]))
+        .unique()
+        .with_columns(
+            code=pl.col("name").to_physical(),
+            nccl_name=text.str.contains(r"(?i)^nccl"),
+            copy_kind=copy_token.replace_strict(_COPY_KIND_OF_TOKEN, default="unknown", return_dtype=COPY_KIND_DTYPE),
+            sync_kind=sync_name.replace_strict(_SYNC_KIND_OF_NAME, default="unknown", return_dtype=SYNC_KIND_DTYPE),
+        )
+        .collect()
+    )
+    by_name: dict[str, pl.Expr] = {}
+    for column, of_kind, dtype in _NAMED:
+        mine = facts.filter(pl.col("kind_key") == of_kind)
+        known = mine.filter(pl.col("code").is_not_null())
+        looked_up = (
+            pl.col("name").to_physical().replace_strict(known["code"], known[column], default=None, return_dtype=dtype)
+            if known.height
+            else pl.lit(None, dtype=dtype)
+        )
+        unnamed = mine.filter(pl.col("code").is_null())[column]
+        if unnamed.len():
+            looked_up = pl.when(pl.col("name").is_null()).then(pl.lit(unnamed[0], dtype=dtype)).otherwise(looked_up)
+        by_name[column] = pl.when(pl.col("kind") == of_kind).then(looked_up)
+    return by_name
 
 
 _IS_ROW: Final = pl.col("outcome") == ROW
@@ -314,17 +359,12 @@ def _launch_pid(events: pl.DataFrame, described: dict[str, pl.Expr], correlation
     return pl.coalesce(from_launch, pl.lit(dominant, dtype=pl.Int64))
 
 
-def _final_columns(*, source: str, rank: int | None) -> list[pl.Expr]:
-    """The event-table columns (already in their final dtypes) plus ``idx``, from the described events."""
+def _final_columns(*, source: str, rank: int | None, by_name: dict[str, pl.Expr]) -> list[pl.Expr]:
+    """The event-table columns (already in their final dtypes) plus ``idx``, from the described events
+    and what their names say (:func:`_name_facts`)."""
     gpu, kind = pl.col("gpu_side"), pl.col("kind")
     stream = pl.coalesce("stream_arg", "tid_num")
 
-    def name_of(k: str) -> pl.Expr:
-        # Masking first keeps the string work to the few rows of that kind.
-        return pl.when(kind == k).then(pl.col("name").cast(pl.String))
-
-    copy_token = name_of("memcpy").str.extract(r"(?i)^\s*memcpy\s+([A-Za-z]+)", 1).str.to_lowercase()
-    sync_name = name_of("gpu_sync").str.strip_chars().str.to_lowercase()
     return [
         pl.col("idx"),
         kind,
@@ -336,21 +376,15 @@ def _final_columns(*, source: str, rank: int | None) -> list[pl.Expr]:
         pl.when(gpu).then(pl.coalesce("device_arg", "pid_num")).cast(pl.Int32, strict=False).alias("device"),
         pl.when(gpu & ~stream.is_in(_NO_STREAM)).then(stream).alias("stream"),
         pl.col("correlation"),
-        (name_of("kernel").str.contains(r"(?i)^nccl") | ((kind == "kernel") & pl.col("has_collective")))
-        .fill_null(False)
-        .alias("is_comm"),
+        (by_name["nccl_name"] | ((kind == "kernel") & pl.col("has_collective"))).fill_null(False).alias("is_comm"),
         pl.col("bytes"),
-        pl.when(kind == "memcpy")
-        .then(copy_token.replace_strict(_COPY_KIND_OF_TOKEN, default="unknown", return_dtype=COPY_KIND_DTYPE))
-        .alias("copy_kind"),
+        by_name["copy_kind"].alias("copy_kind"),
         pl.lit(rank, dtype=pl.Int32).alias("rank"),
         pl.lit(source).cast(pl.Categorical).alias("source"),
         pl.col("cat").alias("category"),
         pl.col("context"),
         pl.col("external_id"),
-        pl.when(kind == "gpu_sync")
-        .then(sync_name.replace_strict(_SYNC_KIND_OF_NAME, default="unknown", return_dtype=SYNC_KIND_DTYPE))
-        .alias("sync_kind"),
+        by_name["sync_kind"].alias("sync_kind"),
         pl.col("graph_id"),
         *(pl.col(f"{what}_{axis}") for what in ("grid", "block") for axis in "xyz"),
         pl.col("registers_per_thread"),
