@@ -226,3 +226,23 @@ def test_long_and_escaped_strings_come_back_intact() -> None:
     spec = kineto_fast.FieldSpec.of({"idx": pl.UInt32(), "name": pl.String()}, ())
     frame = kineto_fast.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0).frame
     assert frame["name"].to_list() == names
+
+
+def test_the_python_codes_are_the_compiled_scanners() -> None:
+    from traceq.importers import _kineto_scan
+
+    for name in ("FLOAT", "INT", "TEXT", "TRIPLE", "ARGS", "PART", "TOP", "IN_ARGS", "CLOSED", "OPEN_END"):
+        assert getattr(kineto_fast, name) == getattr(_kineto_scan, name), name
+
+
+def test_without_the_compiled_scanner_the_lenient_path_reads_the_file_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "k", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}))
+    expected = read_kineto(path)
+    monkeypatch.setattr(kineto_fast, "_kineto_scan", None)
+    got = read_kineto(path)
+    assert got.meta.properties["traceq.parser"] == "lenient"
+    assert any(kineto_fast.NOT_BUILT in w for w in got.meta.warnings)
+    assert schema.to_polars(got.events).equals(schema.to_polars(expected.events))

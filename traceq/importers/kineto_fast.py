@@ -24,13 +24,19 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from traceq.importers import _kineto_scan
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+try:
+    from traceq.importers import _kineto_scan
+except ImportError:  # a source tree imported without its compiled module (pip install . builds it)
+    _kineto_scan = None  # type: ignore[assignment]
 
 Raw = bytes | bytearray | mmap.mmap
 """The file's bytes as the fast path reads them."""
@@ -38,10 +44,23 @@ Raw = bytes | bytearray | mmap.mmap
 _INLINE: Final = 12
 CUT_OFF: Final = "the event array is cut off"
 """How the scanner's reason begins when the data ends inside an event (or before the array closes)."""
-CLOSED: Final = int(_kineto_scan.CLOSED)
+# The scanner's codes, as _kineto_scan.c numbers them (a test checks they agree).
+FLOAT: Final = 0
+INT: Final = 1
+TEXT: Final = 2
+TRIPLE: Final = 3
+ARGS: Final = 4
+PART: Final = 5
+"""Field types: float64, int64, text, the x of an [x, y, z] triple (y and z are PARTs), ``args``."""
+TOP: Final = 0
+IN_ARGS: Final = 1
+"""Where a field's key is: directly in the event, or directly in its first ``args`` object."""
+CLOSED: Final = 1
 """A pass's status when it stopped at the array's ``]``."""
-OPEN_END: Final = int(_kineto_scan.OPEN_END)
+OPEN_END: Final = 2
 """A pass's status when the data ended after a complete event, without a ``]``."""
+NOT_BUILT: Final = "the compiled scanner is not built (pip install . or pip install -e . builds it)"
+"""The fast path's reason to decline where traceq runs from a source tree without its C module."""
 """An Arrow string view holds up to 12 bytes inline."""
 
 
@@ -97,27 +116,27 @@ class FieldSpec:
     def of(cls, schema: Mapping[str, pl.DataType], triples: Sequence[str]) -> FieldSpec:
         """``schema``: ``idx``, top-level fields, ``args.<key>`` fields, then ``<key>_x/_y/_z`` for
         each ``args`` key in ``triples``, with their raw dtypes."""
-        fields = [("args", b"args", _kineto_scan.TOP, _kineto_scan.ARGS)]
+        fields = [("args", b"args", TOP, ARGS)]
         parts = {f"{key}_{axis}": (key, axis) for key in triples for axis in "xyz"}
         for name, dtype in schema.items():
             if name == "idx":
                 continue
             if name in parts:
                 key, axis = parts[name]
-                kind = _kineto_scan.TRIPLE if axis == "x" else _kineto_scan.PART
-                fields.append((name, key.encode(), _kineto_scan.IN_ARGS, kind))
+                kind = TRIPLE if axis == "x" else PART
+                fields.append((name, key.encode(), IN_ARGS, kind))
                 continue
-            where, key = (_kineto_scan.IN_ARGS, name[5:]) if name.startswith("args.") else (_kineto_scan.TOP, name)
+            where, key = (IN_ARGS, name[5:]) if name.startswith("args.") else (TOP, name)
             fields.append((name, key.encode(), where, _kind(dtype)))
         return cls(schema, tuple(fields))
 
 
 def _kind(dtype: pl.DataType) -> int:
     if dtype == pl.Float64():
-        return int(_kineto_scan.FLOAT)
+        return FLOAT
     if dtype in (pl.String(), pl.Categorical()):
-        return int(_kineto_scan.TEXT)
-    return int(_kineto_scan.INT)
+        return TEXT
+    return INT
 
 
 @dataclass(frozen=True)
@@ -143,7 +162,8 @@ class Scanned:
     consumed: int
     events: int
     status: int
-    columns: list[_kineto_scan.Column]
+    columns: list[tuple[Buffer, Buffer, int] | None]
+    """Per field: its values, validity bitmap and null count (None for the ``args`` holder)."""
     side: memoryview
     fixups: memoryview
 
@@ -154,6 +174,8 @@ def scan(buf: Raw | memoryview, begin: int, limit: int, *, first: bool, spec: Fi
 
     ``rows_hint`` sizes the pass's columns (more rows grow them); 0 guesses one event per 256 bytes.
     """
+    if _kineto_scan is None:
+        raise FastPathDeclined(NOT_BUILT)
     out = _kineto_scan.scan(buf, begin, limit, first, spec.fields, rows_hint)
     if isinstance(out, str):
         raise FastPathDeclined(out)
@@ -163,7 +185,8 @@ def scan(buf: Raw | memoryview, begin: int, limit: int, *, first: bool, spec: Fi
 
 def trim() -> None:
     """Free the output buffers the scanner keeps for its next pass (once a file is read)."""
-    _kineto_scan.trim()
+    if _kineto_scan is not None:
+        _kineto_scan.trim()
 
 
 def scan_block(buf: Raw, begin: int, limit: int, *, first: bool, spec: FieldSpec, first_index: int) -> Block:
@@ -181,13 +204,13 @@ def to_block(buf: Raw | memoryview, scanned: Scanned, *, spec: FieldSpec, first_
     side_buffer = _side_buffer(side, extra.blob)
     series: list[pl.Series] = [pl.Series("idx", np.arange(first_index, first_index + n, dtype=np.uint32))]
     numbers = {
-        _kineto_scan.FLOAT: pa.float64(),
-        _kineto_scan.INT: pa.int64(),
-        _kineto_scan.TRIPLE: pa.int32(),
-        _kineto_scan.PART: pa.int32(),
+        FLOAT: pa.float64(),
+        INT: pa.int64(),
+        TRIPLE: pa.int32(),
+        PART: pa.int32(),
     }
     for position, (name, _key, _where, kind) in enumerate(spec.fields):
-        if kind == _kineto_scan.ARGS:
+        if kind == ARGS:
             continue
         column_buffers = columns[position]
         assert column_buffers is not None
@@ -209,7 +232,7 @@ def to_block(buf: Raw | memoryview, scanned: Scanned, *, spec: FieldSpec, first_
     frame = pl.DataFrame(series)
     if extra.triples:
         frame = frame.update(extra.triple_frame(spec), on="idx")
-    return Block(frame, consumed, n, status == _kineto_scan.CLOSED, status == _kineto_scan.OPEN_END)
+    return Block(frame, consumed, n, status == CLOSED, status == OPEN_END)
 
 
 class _ArrowArray:
@@ -244,7 +267,7 @@ class _Fixups:
         at = side_size
         table = np.frombuffer(records, dtype=np.int64).reshape(-1, 4)
         for row, field, start, end in table.tolist():
-            if kinds[field] == _kineto_scan.TRIPLE:
+            if kinds[field] == TRIPLE:
                 text = json.loads(bytes(buf[start:end]))
                 self.triples.setdefault(field, {})[first_index + row] = triple_of_text(text)
                 continue
