@@ -320,36 +320,11 @@ static Ptr string_end(Scan *s, Ptr p, Ptr e, int *escaped) {
     }
 }
 
+typedef struct Num Num;
+static Ptr number_read(Scan *s, Ptr p, Ptr e, Num *n);
+
 /* The number starting at p; *plain when it has no fraction or exponent. */
-static Ptr number_end(Scan *s, Ptr p, Ptr e, int *plain) {
-    Ptr q = p;
-    if (q < e && *q == '-') q++;
-    if (q >= e) return fail(s, "the event array is cut off before its closing bracket");
-    if (*q == '0') {
-        q++;
-    } else if (*q >= '1' && *q <= '9') {
-        while (q < e && is_digit(*q)) q++;
-    } else {
-        return fail(s, "a number that is not JSON");
-    }
-    *plain = 1;
-    if (q < e && *q == '.') {
-        *plain = 0;
-        q++;
-        if (q >= e || !is_digit(*q)) return fail(s, "a number that is not JSON");
-        while (q < e && is_digit(*q)) q++;
-    }
-    if (q < e && (*q == 'e' || *q == 'E')) {
-        *plain = 0;
-        q++;
-        if (q < e && (*q == '+' || *q == '-')) q++;
-        if (q >= e || !is_digit(*q)) return fail(s, "a number that is not JSON");
-        while (q < e && is_digit(*q)) q++;
-    }
-    if (q < e && (is_digit(*q) || *q == '.' || *q == 'e' || *q == 'E'))
-        return fail(s, "a number that is not JSON");
-    return q;
-}
+static Ptr number_end(Scan *s, Ptr p, Ptr e, int *plain);
 
 static Ptr literal_end(Scan *s, Ptr p, Ptr e) {
     static const char *words[] = {"true", "false", "null"};
@@ -420,61 +395,16 @@ static Ptr skip_value(Scan *s, Ptr p, Ptr e, int depth) {
 static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* The double nearest to the JSON number p..q (correctly rounded, like Python's float()). */
-static int to_double(Ptr p, Ptr q, double *out) {
-    /* Clinger's fast path: an exact integer mantissa below 2**53 and a power of ten up to 22. */
-    Ptr r = p;
-    int negative = 0;
-    if (*r == '-') {
-        negative = 1;
-        r++;
-    }
-    uint64_t mantissa = 0;
-    int digits = 0, exponent = 0, exact = 1;
-    for (; r < q && is_digit(*r); r++) {
-        if (mantissa || *r != '0') digits++;
-        if (digits > 19) exact = 0;
-        else mantissa = mantissa * 10 + (uint64_t)(*r - '0');
-    }
-    if (r < q && *r == '.') {
-        for (r++; r < q && is_digit(*r); r++) {
-            if (mantissa || *r != '0') digits++;
-            if (digits > 19) exact = 0;
-            else {
-                mantissa = mantissa * 10 + (uint64_t)(*r - '0');
-                exponent--;
-            }
-        }
-    }
-    if (r < q && (*r == 'e' || *r == 'E')) {
-        r++;
-        int sign = 1;
-        long e10 = 0;
-        if (*r == '+' || *r == '-') sign = *r++ == '-' ? -1 : 1;
-        for (; r < q && is_digit(*r); r++)
-            if (e10 < 100000) e10 = e10 * 10 + (*r - '0');
-        exponent += (int)(sign * e10);
-    }
-    if (exact && mantissa <= (UINT64_C(1) << 53)) {
-        double m = (double)mantissa;
-        if (mantissa == 0) {
-            *out = negative ? -0.0 : 0.0;
-            return 1;
-        }
-        if (exponent >= -22 && exponent <= 22) {
-            double v = exponent < 0 ? m / POW10[-exponent] : m * POW10[exponent];
-            *out = negative ? -v : v;
-            return 1;
-        }
-    }
-    /* Otherwise Python's own correctly rounded, locale-independent conversion. */
+/* The double nearest to the JSON number p..q: Python's own correctly rounded, locale-independent
+   conversion (for what Clinger's fast path in num_double cannot do exactly). */
+static int slow_double(Ptr p, Ptr q, double *out) {
     size_t n = (size_t)(q - p);
     char small[64];
     char *text = n < sizeof small ? small : malloc(n + 1);
     if (!text) return 0;
     memcpy(text, p, n);
     text[n] = 0;
-    PyGILState_STATE gil = PyGILState_Ensure();  /* scan() runs without the GIL */
+    PyGILState_STATE gil = PyGILState_Ensure(); /* scan() runs without the GIL */
     double v = PyOS_string_to_double(text, NULL, NULL);
     int ok = !(v == -1.0 && PyErr_Occurred());
     if (!ok) PyErr_Clear();
@@ -484,11 +414,11 @@ static int to_double(Ptr p, Ptr q, double *out) {
     return ok;
 }
 
-/* A number read into a number field: validated and its digits gathered in one pass. */
-typedef struct {
+/* A number: validated and its digits gathered in one pass. */
+struct Num {
     uint64_t mantissa; /* the first 19 significant digits */
     int digits, exponent, exact, plain, negative;
-} Num;
+};
 
 static inline void gather(Num *n, unsigned char c, int fraction) {
     if (n->mantissa || c != '0') n->digits++;
@@ -500,7 +430,7 @@ static inline void gather(Num *n, unsigned char c, int fraction) {
     n->exponent -= fraction;
 }
 
-/* number_end() that also gathers what to_double() reads, so a field's number is read once. */
+/* The number starting at p, validated (JSON's grammar), with its digits gathered as it goes. */
 static Ptr number_read(Scan *s, Ptr p, Ptr e, Num *n) {
     Ptr q = p;
     memset(n, 0, sizeof *n);
@@ -539,6 +469,15 @@ static Ptr number_read(Scan *s, Ptr p, Ptr e, Num *n) {
     return q;
 }
 
+static Ptr number_end(Scan *s, Ptr p, Ptr e, int *plain) {
+    Num n;
+    Ptr q = number_read(s, p, e, &n);
+    *plain = n.plain;
+    return q;
+}
+
+/* The double nearest to the number p..q (correctly rounded, like Python's float()): Clinger's fast
+   path for an exact mantissa up to 2**53 and a power of ten up to 22, else slow_double(). */
 static int num_double(const Num *n, Ptr p, Ptr q, double *out) {
     if (n->exact && n->mantissa <= (UINT64_C(1) << 53) && n->exponent >= -22 && n->exponent <= 22) {
         double m = (double)n->mantissa;
@@ -546,25 +485,17 @@ static int num_double(const Num *n, Ptr p, Ptr q, double *out) {
         *out = n->negative ? -v : v;
         return 1;
     }
-    return to_double(p, q, out);
+    return slow_double(p, q, out);
 }
 
-static int to_int(Ptr p, Ptr q, int plain, int64_t *out);
-
+/* An integer field: plain int64 text, or an integral number below 2**63 in magnitude; else null. */
 static int num_int(const Num *n, Ptr p, Ptr q, int64_t *out) {
     if (n->plain && n->exact && n->digits <= 18) { /* below 10**18 < 2**63 */
         *out = n->negative ? -(int64_t)n->mantissa : (int64_t)n->mantissa;
         return 1;
     }
-    return to_int(p, q, n->plain, out);
-}
-
-/* An integer field: plain int64 text, or an integral number below 2**63 in magnitude; else null. */
-static int to_int(Ptr p, Ptr q, int plain, int64_t *out) {
-    if (plain) {
-        Ptr r = p;
-        int negative = *r == '-';
-        if (negative) r++;
+    if (n->plain) {
+        Ptr r = p + n->negative;
         uint64_t v = 0;
         int overflow = 0;
         for (; r < q; r++) {
@@ -576,18 +507,18 @@ static int to_int(Ptr p, Ptr q, int plain, int64_t *out) {
             v = v * 10 + d;
         }
         if (!overflow) {
-            if (!negative && v <= (uint64_t)INT64_MAX) {
+            if (!n->negative && v <= (uint64_t)INT64_MAX) {
                 *out = (int64_t)v;
                 return 1;
             }
-            if (negative && v <= (uint64_t)INT64_MAX + 1) {
+            if (n->negative && v <= (uint64_t)INT64_MAX + 1) {
                 *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
                 return 1;
             }
         }
     }
     double d;
-    if (!to_double(p, q, &d)) return 0;
+    if (!num_double(n, p, q, &d)) return 0;
     if (isfinite(d) && d == floor(d) && fabs(d) < 9223372036854775808.0) {
         *out = (int64_t)d;
         return 1;
@@ -595,7 +526,7 @@ static int to_int(Ptr p, Ptr q, int plain, int64_t *out) {
     return 0;
 }
 
-static void put_view(Scan *s, Field *f, size_t row, Ptr a, size_t len, uint32_t buffer, size_t offset) {
+static void put_view(Field *f, size_t row, Ptr a, size_t len, uint32_t buffer, size_t offset) {
     unsigned char *v = f->values + row * VIEW_BYTES;
     uint32_t n = (uint32_t)len;
     memcpy(v, &n, 4);
@@ -608,7 +539,6 @@ static void put_view(Scan *s, Field *f, size_t row, Ptr a, size_t len, uint32_t 
         memcpy(v + 12, &at, 4);
     }
     mark_valid(f, row);
-    (void)s;
 }
 
 static int put_utf8(Grow *g, unsigned code) {
@@ -656,7 +586,7 @@ static Ptr put_unescaped(Scan *s, Field *f, size_t row, Ptr a, Ptr b) {
     if (s->side.size > INT32_MAX) return fail(s, "escaped strings too long for the fast path");
     /* Views into the side buffer are completed by the caller once the buffer stops moving: the
        inline prefix is copied here, the offset is relative to the side buffer's start. */
-    put_view(s, f, row, s->side.data + at, s->side.size - at, 1, at);
+    put_view(f, row, s->side.data + at, s->side.size - at, 1, at);
     return b;
 }
 
@@ -732,7 +662,7 @@ static Ptr read_value(Scan *s, int index, size_t row, Ptr p, Ptr e, int depth) {
         if (numeric) return fail_field(s, "a value of %s that is not a number", f);
         if (!escaped) {
             if ((size_t)(q - 1 - s->base) > INT32_MAX) return fail(s, "a chunk too long for the fast path");
-            put_view(s, f, row, p + 1, (size_t)(q - 1 - (p + 1)), 0, (size_t)(p + 1 - s->base));
+            put_view(f, row, p + 1, (size_t)(q - 1 - (p + 1)), 0, (size_t)(p + 1 - s->base));
             return q;
         }
         return put_unescaped(s, f, row, p + 1, q - 1) ? q : NULL;
@@ -746,7 +676,7 @@ static Ptr read_value(Scan *s, int index, size_t row, Ptr p, Ptr e, int depth) {
     if (c == 't' || c == 'f' || c == 'n') {
         q = literal_end(s, p, e);
         if (!q) return NULL;
-        if (!numeric && c != 'n') put_view(s, f, row, p, (size_t)(q - p), 0, (size_t)(p - s->base));
+        if (!numeric && c != 'n') put_view(f, row, p, (size_t)(q - p), 0, (size_t)(p - s->base));
         return q;
     }
     if ((c == '-' || is_digit(c)) && numeric) {
@@ -771,7 +701,7 @@ static Ptr read_value(Scan *s, int index, size_t row, Ptr p, Ptr e, int depth) {
         q = number_end(s, p, e, &plain);
         if (!q) return NULL;
         if (plain && !(q - p == 2 && p[0] == '-')) {
-            put_view(s, f, row, p, (size_t)(q - p), 0, (size_t)(p - s->base));
+            put_view(f, row, p, (size_t)(q - p), 0, (size_t)(p - s->base));
         } else {
             mark_valid(f, row);
             if (!add_fixup(s, row, index, p, q)) return fail(s, "out of memory");

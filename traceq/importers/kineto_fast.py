@@ -261,7 +261,8 @@ class _Fixups:
     def __init__(
         self, buf: Raw | memoryview, records: memoryview, side_size: int, first_index: int, kinds: Sequence[int]
     ):
-        self.by_field: dict[int, list[tuple[int, int, int]]] = {}
+        self.by_field: dict[int, list[tuple[int, int, bytes]]] = {}
+        """Per text field: (row, offset in data buffer 1, text) of its fixed-up numbers."""
         self.triples: dict[int, dict[int, Triple]] = {}
         texts: list[bytes] = []
         at = side_size
@@ -273,11 +274,10 @@ class _Fixups:
                 continue
             number = bytes(buf[start:end]).decode()
             text = (float_text(json.loads(number)) if number != "-0" else "0").encode()
-            self.by_field.setdefault(field, []).append((row, at, len(text)))
+            self.by_field.setdefault(field, []).append((row, at, text))
             texts.append(text)
             at += len(text)
         self.blob = b"".join(texts)
-        self._side_size = side_size
 
     def triple_frame(self, spec: FieldSpec) -> pl.DataFrame:
         """``idx`` and the triple columns of the rows whose triple was a string (others left null,
@@ -296,10 +296,9 @@ class _Fixups:
         if not rows:
             return views
         patched = bytearray(views)
-        for row, offset, length in rows:
-            text = self.blob[offset - self._side_size : offset - self._side_size + length]
-            view = length.to_bytes(4, "little")
-            if length <= _INLINE:
+        for row, offset, text in rows:
+            view = len(text).to_bytes(4, "little")
+            if len(text) <= _INLINE:
                 view += text.ljust(_INLINE, b"\0")
             else:
                 view += text[:4] + (1).to_bytes(4, "little") + offset.to_bytes(4, "little")

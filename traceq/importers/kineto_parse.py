@@ -132,8 +132,8 @@ def parse_fast(source: Raw | Inflating, compact: Compact) -> ParsedTrace:
     helper thread while the previous block is converted and compacted here.
     """
     container, start = _locate(source)
-    size = len(source.available(0)) if isinstance(source, Inflating) else len(source)
-    chunk = min(CHUNK_BYTES, max(FIRST_CHUNK_BYTES, _expected_size(source, size) // 16))
+    size = source.expected_size if isinstance(source, Inflating) else len(source)
+    chunk = min(CHUNK_BYTES, max(FIRST_CHUNK_BYTES, size // 16))
     frames: list[pl.DataFrame] = []
     index = 0
     released = _Release(source)
@@ -183,10 +183,6 @@ def _locate(source: Raw | Inflating) -> tuple[Container, int]:
         if source.complete(len(head)):
             raise
     return locate_event_array(source.whole())
-
-
-def _expected_size(source: Raw | Inflating, size: int) -> int:
-    return source.expected_size if isinstance(source, Inflating) else size
 
 
 def _bytes_to(source: Raw | Inflating, offset: int) -> Raw | memoryview:

@@ -142,8 +142,8 @@ class Inflating:
         """All the inflated bytes (waits for the end; raises for a damaged stream)."""
         self._thread.join()
         self._check()
-        if self._filled < len(self._data):  # a trailer that overstated the size
-            del self._data[self._filled :]
+        if self._filled < len(self._data):  # a trailer that overstated the size: a copy, which
+            self._data = self._data[: self._filled]  # resizing could not be while views are held
         if self._rest:
             self._data += self._rest
             self._rest = b""
