@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from traceq import schema
 from traceq.errors import CorruptTraceError, InputNotFoundError, UnsupportedFormatError, UnsupportedVersionError
-from traceq.importers import nsys_tables
+from traceq.importers import nsys_compiled, nsys_tables
 from traceq.importers.nsys_sqlite import NOT_IMPORTED_TABLES, read_nsys_sqlite
 from traceq.importers.result import ImportResult
 from traceq.importers.time_sort import sort_by_time
@@ -65,15 +65,20 @@ def stats_by_category(result: ImportResult) -> dict[str, tuple[int, int, dict[st
     return {c.category: (c.events, c.rows, dict(c.skipped)) for c in result.stats.counts}
 
 
-@pytest.fixture(params=["sqlite3", "adbc", "adbc-chunked"])
+@pytest.fixture(params=["sqlite3", "adbc", "adbc-chunked", "compiled", "compiled-chunked"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Run a test once per reader backend, and once with ADBC reading (and the sort writing) in
-    chunks of two rows, so that every table of the tiny exports is split; all must agree."""
+    """Run a test once per reader backend, and with ADBC and the compiled reader reading (and the
+    sort writing) in chunks of two rows, so that every table of the tiny exports is split; all must
+    agree.  The compiled reader reads the activity tables' integer columns, ADBC the rest."""
+    if not request.param.startswith("compiled"):
+        monkeypatch.setenv(nsys_compiled.COMPILED_READER_ENV, "0")
+    elif not nsys_compiled.compiled_reader_available():
+        pytest.skip("the compiled reader is not built or found no SQLite library; the others are tested")
     if request.param == "sqlite3":
         monkeypatch.setitem(nsys_tables._ADBC, "dbapi", None)
-    elif nsys_tables.reader_backend() != "adbc":
+    elif request.param.startswith("adbc") and nsys_tables.reader_backend() != "adbc":
         pytest.skip("adbc-driver-sqlite is not installed; the sqlite3 backend is tested instead")
-    elif request.param == "adbc-chunked":
+    if request.param.endswith("-chunked"):
         monkeypatch.setattr(nsys_tables, "CHUNK_ROWS", 2)
     yield request.param
 
@@ -523,6 +528,7 @@ def test_real_export_is_opened_read_only(sample: Path) -> None:
 
 @pytest.mark.real
 def test_real_export_is_the_same_through_both_backends(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(nsys_compiled.COMPILED_READER_ENV, "0")  # tests/importers/test_nsys_compiled.py compares it
     if nsys_tables.reader_backend() != "adbc":
         pytest.skip("adbc-driver-sqlite is not installed; nothing to compare the sqlite3 backend with")
     fast = read_nsys_sqlite(sample)
@@ -534,8 +540,8 @@ def test_real_export_is_the_same_through_both_backends(sample: Path, monkeypatch
 
 @pytest.mark.real
 def test_real_export_is_the_same_read_in_small_chunks(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if nsys_tables.reader_backend() != "adbc":
-        pytest.skip("adbc-driver-sqlite is not installed; only the sqlite3 backend reads, and it reads whole")
+    if nsys_tables.reader_backend() == "sqlite3":
+        pytest.skip("neither the compiled reader nor adbc-driver-sqlite is available; sqlite3 reads whole")
     whole = read_nsys_sqlite(sample)
     monkeypatch.setattr(nsys_tables, "CHUNK_ROWS", 1000)
     chunked = read_nsys_sqlite(sample)
@@ -554,8 +560,8 @@ def as_strings(result: ImportResult) -> pl.DataFrame:
 
 
 def test_read_chunks_equals_one_read(tmp_path: Path) -> None:
-    if nsys_tables.reader_backend() != "adbc":
-        pytest.skip("adbc-driver-sqlite is not installed; the sqlite3 backend reads whole")
+    if nsys_tables.reader_backend() == "sqlite3":
+        pytest.skip("neither the compiled reader nor adbc-driver-sqlite is available; sqlite3 reads whole")
     rows = [(i, i + 5, None if i < 4 else i % 3, f"t{i}" if i % 2 else None) for i in range(20)]
     path = make_export(tmp_path / "t.sqlite", {"T": (("start", "end", "streamId", "text"), rows)})
     conn = sqlite3.connect(path)

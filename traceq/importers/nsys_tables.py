@@ -6,13 +6,19 @@ This module owns everything that touches SQLite for the nsys importer:
   (not even a journal), and translating SQLite failures into :class:`~traceq.errors.CorruptTraceError`;
 * resolving table names (``NAME`` exactly, else the highest ``NAME_V<n>``), and probing columns with
   ``PRAGMA table_info`` so callers select only what this export has;
-* bulk reads of whole columns into polars frames, with no Python loop per row.  Two backends give
-  the same frames: the ADBC SQLite driver (``adbc-driver-sqlite``, Arrow-native and about three
-  times faster) when it is installed, else the standard library's ``sqlite3``;
+* bulk reads of whole columns into polars frames, with no Python loop per row.  Three backends give
+  the same frames: for integer columns the compiled reader (:mod:`traceq.importers._nsys_read`,
+  which steps SQLite straight into Arrow buffers, about twice as fast as ADBC); the ADBC SQLite
+  driver (``adbc-driver-sqlite``, Arrow-native and about three times faster than ``sqlite3``) when it
+  is installed; else the standard library's ``sqlite3``;
 * :meth:`ExportDb.read_chunks`: a large table as consecutive ``rowid`` ranges, read ahead on a few
-  threads (ADBC releases the GIL, so they run on separate cores) and handed over in file order,
-  so that a caller converts one chunk while the next ones are read and no table is ever held
-  whole in its raw form;
+  threads (both fast backends release the GIL, so they run on separate cores) and handed over in
+  file order, so that a caller converts one chunk while the next ones are read and no table is ever
+  held whole in its raw form.  A chunk whose columns are all integers is read by the compiled
+  reader (:mod:`traceq.importers.nsys_compiled`); where it is not built, no SQLite library is found
+  for it, ``TRACEQ_NSYS_COMPILED_READER`` is ``0``, or the chunk holds a value that is not an
+  integer or NULL (the reader then declines; it never converts), the chunk is read through ADBC,
+  else ``sqlite3``;
 * ``StringIds`` look-ups for only the ids a caller needs.
 
 Callers describe a read as ``{column: polars dtype}``; columns the table lacks come back as nulls,
@@ -26,7 +32,7 @@ import re
 import sqlite3
 import threading
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,6 +43,13 @@ import polars as pl
 import pyarrow as pa
 
 from traceq.errors import CorruptTraceError
+from traceq.importers import nsys_compiled
+from traceq.importers.nsys_compiled import (
+    compiled_frame,
+    compiled_reader_available,
+    is_compiled_error,
+    sqlite_functions,
+)
 
 ColumnSpec = Mapping[str, pl.DataType]
 """Columns to read: name -> the dtype the caller wants (``pl.Int64()`` or ``pl.String()``)."""
@@ -78,6 +91,8 @@ class ExportDb:
     tables: frozenset[str]
     resolved: dict[str, str] = field(default_factory=dict)
     """Logical table name -> the ``_V<n>`` table that stood in for it (only where one did)."""
+    declined: list[str] = field(default_factory=list)
+    """Why the compiled reader declined chunks (each was read through ADBC or ``sqlite3`` instead)."""
     _columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _readers: _ChunkReaders | None = None
 
@@ -137,30 +152,33 @@ class ExportDb:
         """:meth:`read` in consecutive pieces of at most ``chunk_rows`` (default :data:`CHUNK_ROWS`)
         rows, in file order.
 
-        Pieces are ``rowid`` ranges, read ahead in parallel through ADBC; a table without usable
-        rowids (a view, ``WITHOUT ROWID``, very sparse ids) or the ``sqlite3`` backend reads whole.
-        Concatenated, the pieces equal :meth:`read`'s frame.
+        Pieces are ``rowid`` ranges, read ahead in parallel: all-integer ones by the compiled reader,
+        others (and those it declines) through ADBC.  A table without usable rowids (a view,
+        ``WITHOUT ROWID``, very sparse ids) is one piece; with neither fast backend the table is
+        read whole by ``sqlite3``.  Concatenated, the pieces equal :meth:`read`'s frame.
         """
         chunk_rows = chunk_rows or CHUNK_ROWS
         present = set(self.columns(table))
         selected = {name: dtype for name, dtype in spec.items() if name in present}
-        bounds = self._rowid_bounds(table, chunk_rows) if selected and _adbc_available() else None
-        if bounds is None:
+        compiled = bool(selected) and all(d == INT for d in selected.values()) and compiled_reader_available()
+        bounds = self._rowid_bounds(table, chunk_rows) if selected and (compiled or _adbc_available()) else None
+        if bounds is None and not compiled:
             yield self.read(table, spec)
             return
-        columns = ", ".join(_quote(c) for c in selected)
-        sqls = [
-            f"SELECT {columns} FROM {_quote(table)} WHERE rowid BETWEEN {lo} AND {min(lo + chunk_rows - 1, bounds[1])}"
-            for lo in range(bounds[0], bounds[1] + 1, chunk_rows)
-        ]
+        head = f"SELECT {', '.join(_quote(c) for c in selected)} FROM {_quote(table)}"
+        if bounds is None:  # no usable rowids, or fewer rows than a chunk: one piece
+            sqls = [head]
+        else:
+            firsts = range(bounds[0], bounds[1] + 1, chunk_rows)
+            sqls = [f"{head} WHERE rowid BETWEEN {lo} AND {min(lo + chunk_rows - 1, bounds[1])}" for lo in firsts]
         missing = [pl.lit(None, dtype=dtype).alias(n) for n, dtype in spec.items() if n not in present]
         if self._readers is None:
-            self._readers = _ChunkReaders(self.uri)
-        pieces = self._readers.fetch(sqls, selected)
+            self._readers = _ChunkReaders(self.uri, self.declined)
+        pieces = self._readers.fetch(sqls, selected, compiled=compiled, rows_hint=chunk_rows if bounds else 0)
         for sql in sqls:
             with _translating_errors(self.path):
                 frame = next(pieces)
-                if frame is None:  # text that is not valid UTF-8: decode it lossily
+                if frame is None:  # text that is not valid UTF-8, or a declined chunk without ADBC
                     frame = _fetch_sqlite3(self.conn, sql, selected)
             yield self._typed(frame, selected).with_columns(missing).select(list(spec))
 
@@ -232,23 +250,29 @@ class ExportDb:
 
 
 class _ChunkReaders:
-    """A few threads, each with its own ADBC connection, that read queries ahead of their consumer."""
+    """A few threads, each with its own connections (compiled reader, ADBC), that read queries
+    ahead of their consumer."""
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, declined: list[str]) -> None:
         self.uri = uri
+        self.declined = declined
         self.threads = max(1, min(_MAX_READ_THREADS, _usable_cpus()))
         self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="traceq-nsys")
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[Any] = []
 
-    def fetch(self, sqls: list[str], spec: ColumnSpec) -> Iterator[pl.DataFrame | None]:
-        """Each query's frame (None where it holds invalid UTF-8), in order; at most
-        ``threads + 1`` results wait in memory at a time."""
+    def fetch(
+        self, sqls: list[str], spec: ColumnSpec, *, compiled: bool, rows_hint: int
+    ) -> Iterator[pl.DataFrame | None]:
+        """Each query's frame, in order: by the compiled reader where ``compiled`` (its first
+        allocation sized for ``rows_hint`` rows) and it does not decline, else through ADBC; None
+        where the caller must read it through ``sqlite3`` (text that is not valid UTF-8, or no ADBC).
+        At most ``threads + 1`` results wait in memory at a time."""
         pending: deque[Future[pl.DataFrame | None]] = deque()
         try:
             for sql in sqls:
-                pending.append(self._pool.submit(self._read, sql, spec))
+                pending.append(self._pool.submit(self._read, sql, spec, compiled, rows_hint))
                 if len(pending) > self.threads:
                     yield pending.popleft().result()
             while pending:
@@ -257,13 +281,28 @@ class _ChunkReaders:
             for future in pending:
                 future.cancel()
 
-    def _read(self, sql: str, spec: ColumnSpec) -> pl.DataFrame | None:
-        conn = getattr(self._local, "conn", None)
+    def _read(self, sql: str, spec: ColumnSpec, compiled: bool, rows_hint: int) -> pl.DataFrame | None:
+        if compiled:
+            functions = sqlite_functions()
+            assert functions is not None
+            reader = self._connection("compiled", lambda: nsys_compiled.connect(self.uri, functions))
+            result = reader.read(sql, rows_hint)
+            if not isinstance(result, str):
+                return compiled_frame(result, spec)
+            self.declined.append(f"{result}: {sql}")
+        if not _adbc_available():
+            return None
+        return _fetch_adbc(self.uri, sql, spec, self._connection("adbc", lambda: _ADBC["dbapi"].connect(self.uri)))
+
+    def _connection(self, kind: str, connect: Callable[[], Any]) -> Any:
+        """This thread's connection of ``kind``, opened on first use."""
+        conn = getattr(self._local, kind, None)
         if conn is None:
-            conn = self._local.conn = _ADBC["dbapi"].connect(self.uri)
+            conn = connect()
+            setattr(self._local, kind, conn)
             with self._lock:
                 self._connections.append(conn)
-        return _fetch_adbc(self.uri, sql, spec, conn)
+        return conn
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -298,7 +337,12 @@ def open_export(path: Path) -> ExportDb:
 
 
 def reader_backend() -> str:
-    """``adbc`` when the ADBC SQLite driver is importable (fast path), else ``sqlite3``."""
+    """How :meth:`ExportDb.read_chunks` reads integer columns: ``compiled`` (see
+    :func:`~traceq.importers.nsys_compiled.compiled_reader_available`), else ``adbc`` when the ADBC
+    SQLite driver is importable, else ``sqlite3``.  Text columns, declined chunks and the other
+    reads use ADBC, else ``sqlite3``."""
+    if compiled_reader_available():
+        return "compiled"
     return "adbc" if _adbc_available() else "sqlite3"
 
 
@@ -327,8 +371,9 @@ def _translating_errors(path: Path) -> Iterator[None]:
         raise _corrupt(path, exc) from exc
     except Exception as exc:
         # The ADBC driver reports SQLite errors as its own DB-API errors, or as OSError from the
-        # Arrow stream; only those are the file's fault, anything else is a traceq bug.
-        if _is_adbc_error(exc) or isinstance(exc, OSError):
+        # Arrow stream, the compiled reader as SQLiteError; only those are the file's fault,
+        # anything else is a traceq bug.
+        if _is_adbc_error(exc) or isinstance(exc, OSError) or is_compiled_error(exc):
             raise _corrupt(path, exc) from exc
         raise
 
