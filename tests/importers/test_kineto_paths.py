@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import polars as pl
 import pytest
 
 from traceq import schema
-from traceq.errors import UnsupportedFormatError
+from traceq.errors import CorruptTraceError, UnsupportedFormatError
 from traceq.importers import kineto_fast, kineto_parse, kineto_scan
 from traceq.importers.kineto import read_kineto
 from traceq.importers.kineto_lenient import float_text
@@ -329,6 +330,35 @@ def test_a_gzip_trace_is_parsed_while_it_inflates_with_the_same_result(
     monkeypatch.undo()
     assert_identical(fast, read_kineto(packed, parser="lenient"))
     assert fast.events.num_rows == read_kineto(plain).events.num_rows
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped"])
+@pytest.mark.parametrize("inflater", ["isal", "zlib"])
+def test_either_inflater_reads_the_same_table_and_reports_the_same_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inflater: str, damage: str
+) -> None:
+    # ISA-L inflates when python-isal is installed (a dependency); the standard library's zlib
+    # where it is not.  Both must give the same rows, and a damaged stream the same error.
+    if inflater == "zlib":
+        monkeypatch.setitem(sys.modules, "isal", None)  # as on a platform without isal's wheels
+    text = kineto_text(TRICKY_EVENTS * 20, schemaVersion=1).encode()
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(text))
+    plain = tmp_path / "t.json"
+    plain.write_bytes(text)
+    inflated, read = read_kineto(packed), read_kineto(plain)
+    assert schema.to_polars(inflated.events).drop("source").equals(schema.to_polars(read.events).drop("source"))
+    assert [(c.category, c.events, c.rows) for c in inflated.stats.counts] == [
+        (c.category, c.events, c.rows) for c in read.stats.counts
+    ]
+    data = gzip.compress(text)
+    if damage == "truncated":
+        packed.write_bytes(data[: len(data) // 2])
+    else:  # a flipped byte in the middle of the deflate stream
+        middle = len(data) // 2
+        packed.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :])
+    with pytest.raises(CorruptTraceError, match=r"t\.json\.gz: gzip stream is damaged"):
+        read_kineto(packed)
 
 
 def test_a_gzip_stream_longer_than_its_trailer_says_is_read_whole(tmp_path: Path) -> None:
