@@ -15,6 +15,8 @@ from typing import Final
 
 import polars as pl
 
+from traceq.importers.lookups import by_int_key
+
 _ROW_PHASES: Final = frozenset({"X", "B", "E", "i", "I"})
 """Phases that can become rows: complete events, begin/end pairs, instants (and the old ``I``)."""
 
@@ -104,9 +106,11 @@ def us_to_ns(us: pl.Expr) -> pl.Expr:
     Computed as ``floor(us) * 1000 + round(frac(us) * 1000)`` rather than ``round(us * 1000)``:
     the product of an epoch-µs integer (~1.7e15) and 1000 is not exact in a double, the split is.
     For Kineto's three-decimal output this is the exact ns value the writer started from.
+    Values outside ``MAX_ABS_US`` are the caller's to mask (``pl.when``); they come out null or
+    meaningless here rather than raising, as the lazy engine may evaluate this for every row.
     """
     whole = us.floor()
-    return whole.cast(pl.Int64) * 1000 + ((us - whole) * 1000).round().cast(pl.Int64)
+    return whole.cast(pl.Int64, strict=False) * 1000 + ((us - whole) * 1000).round().cast(pl.Int64, strict=False)
 
 
 def int_from_text(text: pl.Expr) -> pl.Expr:
@@ -129,12 +133,26 @@ def distinct(events: pl.DataFrame, column: str) -> list[str]:
 
 
 def lookup(events: pl.DataFrame, column: str, fn: Callable[[pl.Expr], pl.Expr], dtype: pl.DataType) -> pl.Expr:
-    """``fn`` of a text column, computed on its distinct values and looked up per row."""
+    """``fn`` of a text column, computed on its distinct values and looked up per row (by the
+    categorical code where the column is Categorical: see :func:`~traceq.importers.lookups.by_int_key`)."""
+    if events.schema[column] == pl.Categorical():
+        table = codes_and_texts(events, column).select("code", value=fn(pl.col("text")))
+        return by_int_key(pl.col(column).to_physical(), table["code"], table["value"], dtype)
     values = pl.DataFrame({column: distinct(events, column)}, schema={column: pl.String})
     table = values.with_columns(fn(pl.col(column)).alias("value"))
     if table.is_empty():
         return pl.lit(None, dtype=dtype)
     return pl.col(column).replace_strict(table[column], table["value"], default=None, return_dtype=dtype)
+
+
+def codes_and_texts(events: pl.DataFrame, column: str) -> pl.DataFrame:
+    """The distinct non-null values of a Categorical column: ``code`` (its physical code) and ``text``."""
+    return (
+        events.lazy()
+        .select(pl.col(column).unique().drop_nulls())
+        .select(code=pl.col(column).to_physical(), text=pl.col(column).cast(pl.String))
+        .collect()
+    )
 
 
 def _phase_outcome(ph: str) -> str:
@@ -152,53 +170,62 @@ def _in_range(us: pl.Expr) -> pl.Expr:
 def compact(raw: pl.DataFrame) -> pl.DataFrame:
     """Per-event normalisation of a block of the raw frame (``kineto_parse.RAW_SCHEMA``).
 
-    Returns :data:`COMPACT_SCHEMA`: what each event says by itself, typed and narrow.
+    Returns :data:`COMPACT_SCHEMA`: what each event says by itself, typed and narrow.  One lazy
+    query, so that the sub-expressions shared by several columns (the times in ns, the phase's
+    outcome) are computed once.
     """
     phases = [p for p in raw["ph"].unique().to_list() if p is not None]
     by_phase = (
         pl.col("ph")
-        .replace_strict({p: _phase_outcome(p) for p in phases}, default=None, return_dtype=pl.String)
-        .fill_null(SKIP_NO_PHASE)
+        .replace_strict({p: _phase_outcome(p) for p in phases}, default=None, return_dtype=pl.Categorical())
+        .fill_null(_category(SKIP_NO_PHASE))
     )
     ph, ts, dur = pl.col("ph"), pl.col("ts"), pl.col("dur")
     start_ns = pl.when(_in_range(ts)).then(us_to_ns(ts))
     dur_ns = pl.when(_in_range(dur)).then(us_to_ns(dur))
     is_x = (ph == "X").fill_null(False)
-    return raw.select(
-        "idx",
-        "ph",
-        "cat",
-        "name",
-        *TRIPLE_COLUMNS,
-        pid_text=pl.col("pid").cast(pl.Categorical),
-        tid_key=pl.col("tid").str.strip_prefix("stream ").cast(pl.Categorical),
-        stream_tid=pl.col("tid").str.starts_with("stream ").fill_null(False),
-        start_ns=start_ns,
-        end_ns=pl.when(is_x).then(start_ns + dur_ns.fill_null(0).clip(lower_bound=0)).otherwise(start_ns),
-        outcome=pl.when(by_phase != ROW)
-        .then(by_phase)
-        .when(ts.is_null())
-        .then(pl.lit(SKIP_NO_TS))
-        .when(~_in_range(ts) | (dur.is_not_null() & ~_in_range(dur)))
-        .then(pl.lit(SKIP_OUT_OF_RANGE))
-        .otherwise(pl.lit(ROW))
-        .cast(pl.Categorical),
-        no_dur=is_x & dur.is_null(),
-        negative_dur=is_x & (dur_ns < 0).fill_null(False),
-        flow_id=pl.when(ph.is_in(["s", "t", "f"])).then(_flow_ids(raw)),
-        bp_e=(pl.col("bp") == "e").fill_null(False),
-        correlation=pl.col("args.correlation"),
-        external_id=pl.coalesce("args.External id", "args.external id"),
-        bytes=pl.col("args.bytes"),
-        context=pl.col("args.context"),
-        registers_per_thread=pl.col("args.registers per thread").cast(pl.Int32, strict=False),
-        shared_memory_bytes=pl.col("args.shared memory"),
-        graph_id=pl.col("args.graph id"),
-        device_arg=lookup(raw, "args.device", int_from_text, pl.Int64()),
-        stream_arg=lookup(raw, "args.stream", int_from_text, pl.Int64()),
-        has_collective=pl.col("args.Collective name").is_not_null(),
-        meta_name=pl.col("args.name"),
+    return (
+        raw.lazy()
+        .select(
+            "idx",
+            "ph",
+            "cat",
+            "name",
+            *TRIPLE_COLUMNS,
+            pid_text=pl.col("pid").cast(pl.Categorical),
+            tid_key=pl.col("tid").str.strip_prefix("stream ").cast(pl.Categorical),
+            stream_tid=pl.col("tid").str.starts_with("stream ").fill_null(False),
+            start_ns=start_ns,
+            end_ns=pl.when(is_x).then(start_ns + dur_ns.fill_null(0).clip(lower_bound=0)).otherwise(start_ns),
+            outcome=pl.when(by_phase != ROW)
+            .then(by_phase)
+            .when(ts.is_null())
+            .then(_category(SKIP_NO_TS))
+            .when(~_in_range(ts) | (dur.is_not_null() & ~_in_range(dur)))
+            .then(_category(SKIP_OUT_OF_RANGE))
+            .otherwise(_category(ROW)),
+            no_dur=is_x & dur.is_null(),
+            negative_dur=is_x & (dur_ns < 0).fill_null(False),
+            flow_id=pl.when(ph.is_in(["s", "t", "f"])).then(_flow_ids(raw)),
+            bp_e=(pl.col("bp") == "e").fill_null(False),
+            correlation=pl.col("args.correlation"),
+            external_id=pl.coalesce("args.External id", "args.external id"),
+            bytes=pl.col("args.bytes"),
+            context=pl.col("args.context"),
+            registers_per_thread=pl.col("args.registers per thread").cast(pl.Int32, strict=False),
+            shared_memory_bytes=pl.col("args.shared memory"),
+            graph_id=pl.col("args.graph id"),
+            device_arg=lookup(raw, "args.device", int_from_text, pl.Int64()),
+            stream_arg=lookup(raw, "args.stream", int_from_text, pl.Int64()),
+            has_collective=pl.col("args.Collective name").is_not_null(),
+            meta_name=pl.col("args.name"),
+        )
+        .collect()
     )
+
+
+def _category(text: str) -> pl.Expr:
+    return pl.lit(text, dtype=pl.Categorical())
 
 
 def _flow_ids(raw: pl.DataFrame) -> pl.Expr:

@@ -31,10 +31,12 @@ from traceq.importers.kineto_compact import (
     SKIP_PAIR_END,
     SKIP_UNCLOSED_B,
     SKIP_UNPAIRED_E,
+    codes_and_texts,
     distinct,
     int_from_text,
     lookup,
 )
+from traceq.importers.lookups import by_int_key
 from traceq.schema import COPY_KIND_DTYPE, KIND_DTYPE, SYNC_KIND_DTYPE
 from traceq.stats import CategoryCount
 
@@ -181,11 +183,7 @@ def _name_facts(events: pl.DataFrame, kind: pl.Expr) -> dict[str, pl.Expr]:
     for column, of_kind, dtype in _NAMED:
         mine = facts.filter(pl.col("kind_key") == of_kind)
         known = mine.filter(pl.col("code").is_not_null())
-        looked_up = (
-            pl.col("name").to_physical().replace_strict(known["code"], known[column], default=None, return_dtype=dtype)
-            if known.height
-            else pl.lit(None, dtype=dtype)
-        )
+        looked_up = by_int_key(pl.col("name").to_physical(), known["code"], known[column], dtype)
         unnamed = mine.filter(pl.col("code").is_null())[column]
         if unnamed.len():
             looked_up = pl.when(pl.col("name").is_null()).then(pl.lit(unnamed[0], dtype=dtype)).otherwise(looked_up)
@@ -244,9 +242,11 @@ def _pair_begin_end(events: pl.DataFrame) -> tuple[pl.DataFrame, int]:
 
 def _describe(events: pl.DataFrame) -> dict[str, pl.Expr]:
     """Expressions for kind, the GPU-side flag and the numeric pid/tid (from distinct values)."""
-    categories = distinct(events, "cat")
-    kind_of = {c: kind_of_category(c) for c in categories}
-    by_category = pl.col("cat").replace_strict(kind_of, default="other", return_dtype=KIND_DTYPE).fill_null("other")
+    present = codes_and_texts(events, "cat")
+    categories: list[str] = present["text"].to_list()
+    kinds = pl.Series([kind_of_category(c) for c in categories], dtype=pl.String)
+    by_category = by_int_key(pl.col("cat").to_physical(), present["code"], kinds, KIND_DTYPE)
+    by_category = by_category.fill_null(pl.lit("other", dtype=KIND_DTYPE))
     legacy_operator = [c for c in categories if c.lower() == "operator"]
     if legacy_operator:
         # PyTorch 1.8 wrote record_function annotations, ProfilerStep#N included, as "Operator"
@@ -353,9 +353,7 @@ def _launch_pid(events: pl.DataFrame, described: dict[str, pl.Expr], correlation
     )
     tally = api.group_by("pid").len().sort(["len", "pid"], descending=[True, False]).collect()
     dominant = int(tally["pid"][0]) if tally.height else None
-    from_launch = correlation.replace_strict(
-        by_correlation["correlation"], by_correlation["pid"], default=None, return_dtype=pl.Int64
-    )
+    from_launch = by_int_key(correlation, by_correlation["correlation"], by_correlation["pid"], pl.Int64())
     return pl.coalesce(from_launch, pl.lit(dominant, dtype=pl.Int64))
 
 
