@@ -320,6 +320,21 @@ static Ptr string_end(Scan *s, Ptr p, Ptr e, int *escaped) {
     }
 }
 
+/* string_end() for an object key: keys are short plain ASCII, which a byte loop finds the end of
+   sooner than the vector loop; anything else (an escape, a control or non-ASCII byte) goes to
+   string_end() from the start. */
+static inline Ptr key_end(Scan *s, Ptr p, Ptr e, int *escaped) {
+    for (Ptr q = p + 1; q < e; q++) {
+        unsigned char c = *q;
+        if (c == '"') {
+            *escaped = 0;
+            return q + 1;
+        }
+        if (c < 0x20 || c >= 0x80 || c == '\\') break;
+    }
+    return string_end(s, p, e, escaped);
+}
+
 typedef struct Num Num;
 static Ptr number_read(Scan *s, Ptr p, Ptr e, Num *n);
 
@@ -353,7 +368,7 @@ static Ptr skip_container(Scan *s, Ptr p, Ptr e, int depth) {
         if (object) {
             int escaped;
             if (*p != '"') return fail(s, "an object key that is not a string");
-            p = string_end(s, p, e, &escaped);
+            p = key_end(s, p, e, &escaped);
             if (!p) return NULL;
             p = ws(p, e);
             if (p >= e || *p != ':') return fail(s, "a missing ':' after an object key");
@@ -749,7 +764,7 @@ static Ptr read_object(Scan *s, int where, size_t row, Ptr p, Ptr e, int depth) 
         if (p >= e) return fail(s, "the event array is cut off before its closing bracket");
         if (*p != '"') return fail(s, "an object key that is not a string");
         Ptr key = p + 1;
-        p = string_end(s, p, e, &escaped);
+        p = key_end(s, p, e, &escaped);
         if (!p) return NULL;
         if (escaped) return fail(s, "a key holds a backslash escape");
         size_t key_len = (size_t)(p - 1 - key);
