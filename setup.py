@@ -9,6 +9,7 @@ setup(
         Extension(
             f"traceq.importers.{name}",
             sources=[f"traceq/importers/{name}.c"],
+            depends=["traceq/importers/_buffers.h"],
             extra_compile_args=["-O3", "-std=c11", "-Wall", "-Wextra", "-Werror=implicit-function-declaration"],
         )
         for name in ("_kineto_scan", "_nsys_read")

@@ -38,6 +38,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define BUFFER_TYPE_NAME "traceq.importers._kineto_scan.Buffer"
+#define BUFFER_DOC "Memory written by scan(), read through the buffer protocol (read-only)."
+#include "_buffers.h"
+
 enum { T_FLOAT = 0, T_INT = 1, T_TEXT = 2, T_TRIPLE = 3, T_ARGS = 4, T_PART = 5 };
 enum { AT_TOP = 0, AT_ARGS = 1 };
 enum { MORE = 0, CLOSED = 1, OPEN_END = 2 };
@@ -112,45 +116,6 @@ static int grow_reserve(Grow *g, size_t extra) {
     g->data = data;
     g->cap = cap;
     return 1;
-}
-
-/* Output buffers that Python has let go of, kept for the next pass: a pass's columns are tens of
-   MB, and fresh memory from the system costs a page fault and a page clearing per 4 KiB.  Only
-   touched with the GIL held (pool_take before a pass lets the GIL go, pool_give from dealloc). */
-#define POOL_SLOTS 128
-#define POOL_MAX_BYTES ((size_t)160 << 20)
-static struct {
-    void *data;
-    size_t cap;
-} pool[POOL_SLOTS];
-static int pooled;
-static size_t pooled_bytes;
-
-static void *pool_take(size_t size, size_t *cap) {
-    int best = -1;
-    for (int i = 0; i < pooled; i++)
-        if (pool[i].cap >= size && (best < 0 || pool[i].cap < pool[best].cap)) best = i;
-    if (best < 0) {
-        *cap = size;
-        return malloc(size ? size : 1);
-    }
-    void *data = pool[best].data;
-    *cap = pool[best].cap;
-    pooled_bytes -= pool[best].cap;
-    pool[best] = pool[--pooled];
-    return data;
-}
-
-static void pool_give(void *data, size_t cap) {
-    if (!data) return;
-    if (pooled < POOL_SLOTS && pooled_bytes + cap <= POOL_MAX_BYTES) {
-        pool[pooled].data = data;
-        pool[pooled].cap = cap;
-        pooled++;
-        pooled_bytes += cap;
-    } else {
-        free(data);
-    }
 }
 
 /* Room for one more row in every column (the first call, with the GIL, takes from the pool). */
@@ -843,45 +808,6 @@ static int parse_fields(Scan *s, PyObject *spec) {
     return 1;
 }
 
-/* Memory written by scan(), handed to Python without a copy and freed with the object. */
-typedef struct {
-    PyObject_HEAD void *data;
-    Py_ssize_t size;
-    size_t cap;
-} BufferObject;
-
-static void buffer_dealloc(BufferObject *self) {
-    pool_give(self->data, self->cap);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static int buffer_get(BufferObject *self, Py_buffer *view, int flags) {
-    static char empty[1];
-    return PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : empty, self->size, 1, flags);
-}
-
-static PyBufferProcs buffer_procs = {(getbufferproc)buffer_get, NULL};
-
-static PyTypeObject BufferType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "traceq.importers._kineto_scan.Buffer",
-    .tp_basicsize = sizeof(BufferObject),
-    .tp_dealloc = (destructor)buffer_dealloc,
-    .tp_as_buffer = &buffer_procs,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Memory written by scan(), read through the buffer protocol (read-only).",
-};
-
-/* Hands `*data` (malloc'd, `size` bytes used) to a new Buffer; *data is NULL afterwards. */
-static PyObject *hand_over(unsigned char **data, size_t size, size_t cap) {
-    BufferObject *b = PyObject_New(BufferObject, &BufferType);
-    if (!b) return NULL;
-    b->data = *data;
-    b->size = (Py_ssize_t)size;
-    b->cap = cap;
-    *data = NULL;
-    return (PyObject *)b;
-}
-
 static PyObject *result(Scan *s, size_t consumed, int status) {
     PyObject *columns = PyList_New(s->nfields);
     if (!columns) return NULL;
@@ -894,18 +820,21 @@ static PyObject *result(Scan *s, size_t consumed, int status) {
         }
         size_t valid = 0;
         for (size_t b = 0; b < (s->rows + 7) / 8; b++) valid += (size_t)__builtin_popcount(f->valid[b]);
-        PyObject *item = Py_BuildValue("(NNn)", hand_over(&f->values, s->rows * f->width, f->values_cap),
-                                       hand_over(&f->valid, (s->rows + 7) / 8, f->valid_cap),
+        PyObject *item = Py_BuildValue("(NNn)", hand_over(f->values, s->rows * f->width, f->values_cap),
+                                       hand_over(f->valid, (s->rows + 7) / 8, f->valid_cap),
                                        (Py_ssize_t)(s->rows - valid));
+        f->values = f->valid = NULL;
         if (!item) {
             Py_DECREF(columns);
             return NULL;
         }
         PyList_SET_ITEM(columns, i, item);
     }
-    return Py_BuildValue("(nniNNN)", (Py_ssize_t)consumed, (Py_ssize_t)s->rows, status, columns,
-                         hand_over(&s->side.data, s->side.size, s->side.cap),
-                         hand_over(&s->fixups.data, s->fixups.size, s->fixups.cap));
+    PyObject *out = Py_BuildValue("(nniNNN)", (Py_ssize_t)consumed, (Py_ssize_t)s->rows, status, columns,
+                                  hand_over(s->side.data, s->side.size, s->side.cap),
+                                  hand_over(s->fixups.data, s->fixups.size, s->fixups.cap));
+    s->side.data = s->fixups.data = NULL;
+    return out;
 }
 
 PyDoc_STRVAR(scan_doc,
@@ -1006,8 +935,7 @@ PyDoc_STRVAR(trim_doc, "trim() -> None\n\nFree the output buffers kept for the n
 static PyObject *trim(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    while (pooled) free(pool[--pooled].data);
-    pooled_bytes = 0;
+    pool_trim();
     Py_RETURN_NONE;
 }
 

@@ -30,6 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define BUFFER_TYPE_NAME "traceq.importers._nsys_read.Buffer"
+#define BUFFER_DOC "Memory written by Connection.read(), read through the buffer protocol (read-only)."
+#include "_buffers.h"
+
 /* ------------------------------------------------------------------------------------------ */
 /* the part of the sqlite3 C API used here (https://sqlite.org/c3ref/intro.html) */
 
@@ -85,51 +89,13 @@ static void set_sqlite_error(const char *message) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Buffer: memory written by read(), handed to Python without a copy and freed with the object */
-
-typedef struct {
-    PyObject_HEAD void *data;
-    Py_ssize_t size;
-} BufferObject;
-
-static void buffer_dealloc(BufferObject *self) {
-    free(self->data);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static int buffer_get(BufferObject *self, Py_buffer *view, int flags) {
-    static char empty[1];
-    return PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : empty, self->size, 1, flags);
-}
-
-static PyBufferProcs buffer_procs = {(getbufferproc)buffer_get, NULL};
-
-static PyTypeObject BufferType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "traceq.importers._nsys_read.Buffer",
-    .tp_basicsize = sizeof(BufferObject),
-    .tp_dealloc = (destructor)buffer_dealloc,
-    .tp_as_buffer = &buffer_procs,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Memory written by Connection.read(), read through the buffer protocol (read-only).",
-};
-
-/* Hands `*data` (malloc'd, `size` bytes) to a new Buffer; *data is NULL afterwards. */
-static PyObject *hand_over(void **data, size_t size) {
-    BufferObject *b = PyObject_New(BufferObject, &BufferType);
-    if (!b) return NULL;
-    b->data = *data;
-    b->size = (Py_ssize_t)size;
-    *data = NULL;
-    return (PyObject *)b;
-}
-
-/* ------------------------------------------------------------------------------------------ */
 /* one query's columns */
 
 typedef struct {
     int64_t *values;
     unsigned char *valid; /* NULL until the column's first NULL: then all bits set, nulls cleared */
     size_t nulls;
+    size_t values_cap, valid_cap; /* bytes allocated */
 } Column;
 
 typedef struct {
@@ -140,29 +106,46 @@ typedef struct {
     char message[512];
 } Read;
 
+/* Gives back what was not handed over (with the GIL held: the pool is shared). */
 static void release(Read *r) {
     for (int c = 0; c < r->ncolumns; c++) {
-        free(r->columns[c].values);
-        free(r->columns[c].valid);
+        pool_give(r->columns[c].values, r->columns[c].values_cap);
+        pool_give(r->columns[c].valid, r->columns[c].valid_cap);
     }
     free(r->columns);
 }
 
 static size_t bitmap_bytes(size_t rows) { return (rows + 7) / 8; }
 
-/* Room for `cap` rows in every column (no GIL needed: plain malloc). */
+/* Room for `cap` rows in every column, from the pool (with the GIL held: the first allocation). */
+static int reserve(Read *r, size_t cap) {
+    if (cap > SIZE_MAX / sizeof(int64_t)) return 0;
+    for (int c = 0; c < r->ncolumns; c++) {
+        Column *col = &r->columns[c];
+        col->values = pool_take(cap * sizeof(int64_t), &col->values_cap);
+        if (!col->values) return 0;
+    }
+    r->cap = cap;
+    return 1;
+}
+
+/* Room for `cap` rows in every column, growing past the first allocation (no GIL needed: realloc). */
 static int resize(Read *r, size_t cap) {
     if (cap > SIZE_MAX / sizeof(int64_t)) return 0;
     for (int c = 0; c < r->ncolumns; c++) {
         Column *col = &r->columns[c];
-        int64_t *values = realloc(col->values, (cap ? cap : 1) * sizeof *values);
-        if (!values) return 0;
-        col->values = values;
-        if (col->valid) {
-            unsigned char *valid = realloc(col->valid, bitmap_bytes(cap) ? bitmap_bytes(cap) : 1);
+        if (col->values_cap < cap * sizeof(int64_t)) {
+            int64_t *values = realloc(col->values, cap * sizeof *values);
+            if (!values) return 0;
+            col->values = values;
+            col->values_cap = cap * sizeof *values;
+        }
+        if (col->valid && col->valid_cap < bitmap_bytes(cap)) {
+            unsigned char *valid = realloc(col->valid, bitmap_bytes(cap));
             if (!valid) return 0;
-            if (cap > r->cap) memset(valid + bitmap_bytes(r->cap), 0xFF, bitmap_bytes(cap) - bitmap_bytes(r->cap));
+            memset(valid + bitmap_bytes(r->cap), 0xFF, bitmap_bytes(cap) - bitmap_bytes(r->cap));
             col->valid = valid;
+            col->valid_cap = bitmap_bytes(cap);
         }
     }
     r->cap = cap;
@@ -174,6 +157,7 @@ static int mark_null(Read *r, Column *col, size_t row) {
         /* every bit set, rows past `row` included, so that growing only needs to set the new bytes */
         col->valid = malloc(bitmap_bytes(r->cap) ? bitmap_bytes(r->cap) : 1);
         if (!col->valid) return 0;
+        col->valid_cap = bitmap_bytes(r->cap) ? bitmap_bytes(r->cap) : 1;
         memset(col->valid, 0xFF, bitmap_bytes(r->cap));
     }
     col->valid[row >> 3] &= (unsigned char)~(1u << (row & 7));
@@ -253,8 +237,6 @@ static void step_all(const Api *api, sqlite3 *db, sqlite3_stmt *stmt, Read *r) {
         }
         r->rows++;
     }
-    /* give back what a short result did not use (the last chunk of a table, gaps in its rowids) */
-    if (r->rows < r->cap && !resize(r, r->rows)) r->no_memory = 1;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -340,8 +322,10 @@ static PyObject *columns_result(Read *r) {
     if (!columns) return NULL;
     for (int c = 0; c < r->ncolumns; c++) {
         Column *col = &r->columns[c];
-        PyObject *values = hand_over((void **)&col->values, r->rows * sizeof(int64_t));
-        PyObject *valid = col->nulls ? hand_over((void **)&col->valid, bitmap_bytes(r->rows)) : Py_NewRef(Py_None);
+        PyObject *values = hand_over(col->values, r->rows * sizeof(int64_t), col->values_cap);
+        col->values = NULL;
+        PyObject *valid = col->nulls ? hand_over(col->valid, bitmap_bytes(r->rows), col->valid_cap) : Py_NewRef(Py_None);
+        if (col->nulls) col->valid = NULL;
         if (!values || !valid) {
             Py_XDECREF(values);
             Py_XDECREF(valid);
@@ -381,26 +365,31 @@ static PyObject *connection_read(ConnectionObject *self, PyObject *args) {
     Read r;
     memset(&r, 0, sizeof r);
     sqlite3_stmt *stmt = NULL;
-    int prepared;
+    int prepared, ncolumns = 0;
     Py_BEGIN_ALLOW_THREADS
     prepared = self->api.prepare_v2(self->db, sql, -1, &stmt, NULL) == SQLITE_OK;
     if (!prepared) {
         r.sqlite_failed = 1;
         snprintf(r.message, sizeof r.message, "%s", self->api.errmsg(self->db));
     } else if (stmt) { /* NULL for a statement of only whitespace or comments: no columns, no rows */
-        r.ncolumns = self->api.column_count(stmt);
-        r.columns = calloc(r.ncolumns ? (size_t)r.ncolumns : 1, sizeof *r.columns);
+        ncolumns = self->api.column_count(stmt);
+    }
+    Py_END_ALLOW_THREADS
+    if (stmt) {
+        /* the first allocation comes from the pool, which needs the GIL */
+        r.ncolumns = ncolumns;
+        r.columns = calloc(ncolumns ? (size_t)ncolumns : 1, sizeof *r.columns);
         if (!r.columns) {
             r.ncolumns = 0;
             r.no_memory = 1;
-        } else if (!resize(&r, rows_hint > 0 ? (size_t)rows_hint : 4096)) {
+        } else if (!reserve(&r, rows_hint > 0 ? (size_t)rows_hint : 4096)) {
             r.no_memory = 1;
-        } else {
-            step_all(&self->api, self->db, stmt, &r);
         }
+        Py_BEGIN_ALLOW_THREADS
+        if (!r.no_memory) step_all(&self->api, self->db, stmt, &r);
         self->api.finalize(stmt);
+        Py_END_ALLOW_THREADS
     }
-    Py_END_ALLOW_THREADS
     self->busy = 0;
     PyObject *out = NULL;
     if (r.no_memory)
@@ -420,6 +409,15 @@ PyDoc_STRVAR(close_doc, "close() -> None\n\nClose the database (closing twice is
 static PyObject *connection_close(ConnectionObject *self, PyObject *unused) {
     (void)unused;
     if (!close_db(self)) return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(trim_doc, "trim() -> None\n\nFree the buffers kept for the next read (call once an export is read).");
+
+static PyObject *trim(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    pool_trim();
     Py_RETURN_NONE;
 }
 
@@ -446,9 +444,11 @@ static PyTypeObject ConnectionType = {
 /* ------------------------------------------------------------------------------------------ */
 /* module */
 
+static PyMethodDef module_methods[] = {{"trim", trim, METH_NOARGS, trim_doc}, {NULL, NULL, 0, NULL}};
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_nsys_read",
                                     "Integer columns of an SQLite query read into Arrow buffers (see Connection).",
-                                    -1, NULL, NULL, NULL, NULL, NULL};
+                                    -1, module_methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__nsys_read(void) {
     if (PyType_Ready(&BufferType) < 0 || PyType_Ready(&ConnectionType) < 0) return NULL;

@@ -22,3 +22,6 @@ class Connection:
         """``(rows, columns)``, or the reason to decline (a value that is not an integer or NULL)."""
 
     def close(self) -> None: ...
+
+def trim() -> None:
+    """Free the buffers kept for the next read (call once an export is read)."""

@@ -94,3 +94,9 @@ def connect(uri: str, functions: tuple[int, ...]) -> _nsys_read.Connection:
     """A compiled-reader connection to the export at ``uri`` (read-only), over ``functions``."""
     assert _nsys_read is not None
     return _nsys_read.Connection(uri, functions)
+
+
+def trim() -> None:
+    """Free the buffers the compiled reader keeps for its next read (once an export is read)."""
+    if _nsys_read is not None:
+        _nsys_read.trim()

@@ -194,6 +194,7 @@ class _Import:
             with _TableCounts(self, NVTX) as counts:
                 self._keep(counts.add(nvtx_raw.height, convert_nvtx(nvtx_raw, self.strings)), NVTX)
         self._count_not_imported()
+        self.db.done_reading()  # before the sort: the raw chunks' memory goes back as it is freed
 
         if self.gpu_rows == 0:
             self.warnings.insert(0, "no GPU activity in this capture (no kernels, memcpys or memsets)")

@@ -97,10 +97,16 @@ class ExportDb:
     _readers: _ChunkReaders | None = None
 
     def close(self) -> None:
+        self.done_reading()
+        self.conn.close()
+
+    def done_reading(self) -> None:
+        """Stop the read-ahead threads and free what the compiled reader keeps for its next read
+        (the bulk reads are over; metadata reads still work)."""
         if self._readers is not None:
             self._readers.close()
             self._readers = None
-        self.conn.close()
+            nsys_compiled.trim()
 
     def table(self, name: str) -> str | None:
         """The table holding ``name``'s data: ``name`` itself, else its highest ``_V<n>``, else None."""
