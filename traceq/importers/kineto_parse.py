@@ -117,7 +117,7 @@ class ParsedTrace:
 
 CHUNK_BYTES: Final = 32 << 20
 """Bytes of the event array scanned at a time (a pass stops after the first event ending past them);
-a sixteenth of the file when that is less (at least ``FIRST_CHUNK_BYTES``), so that the passes in
+an eighth of the file when that is less (at least ``FIRST_CHUNK_BYTES``), so that the passes in
 flight stay small beside a small file."""
 FIRST_CHUNK_BYTES: Final = 4 << 20
 """The first pass is shorter, so that compacting (on this thread) starts soon after the scan."""
@@ -133,7 +133,7 @@ def parse_fast(source: Raw | Inflating, compact: Compact) -> ParsedTrace:
     """
     container, start = _locate(source)
     size = source.expected_size if isinstance(source, Inflating) else len(source)
-    chunk = min(CHUNK_BYTES, max(FIRST_CHUNK_BYTES, size // 16))
+    chunk = min(CHUNK_BYTES, max(FIRST_CHUNK_BYTES, size // 8))
     frames: list[pl.DataFrame] = []
     index = 0
     released = _Release(source)
