@@ -280,8 +280,10 @@ class _Import:
         torchrun's environment, whose variables say nothing of the ranks it starts)."""
         if env.rank is None or self.ranks.height:
             return None
-        gpu = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS))
-        return env.rank if gpu.get_column("pid").n_unique() <= 1 else None
+        gpu_pids = (
+            events.lazy().filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)).select(pl.col("pid").n_unique())
+        )
+        return env.rank if gpu_pids.collect().item() <= 1 else None  # lazily: no copy of the GPU rows
 
     def _meta(
         self, info: nsys_meta.ExportInfo, events: pl.DataFrame, env: nsys_meta.LaunchEnv, env_rank: int | None
