@@ -100,7 +100,8 @@ they appear in the stats as ``events=N rows=0 skipped={"table not imported": N}`
 
 _GPU_ACTIVITY_TABLES: Final = (KERNEL, GRAPH_TRACE, MEMCPY, MEMSET)
 # Converted in this order, which is also the order of ties in the sort (rows of one table keep
-# their file order).  These are read in chunks; SYNC and NVTX are read whole.
+# their file order).  These are read and converted in chunks; NVTX is read in chunks and
+# converted whole; SYNC is read whole.
 _CHUNKED: Final = (
     (KERNEL, KERNEL_COLUMNS),
     (GRAPH_TRACE, GRAPH_TRACE_COLUMNS),
@@ -190,7 +191,9 @@ class _Import:
             with _TableCounts(self, SYNC) as counts:
                 self._keep(counts.add(sync_raw.height, convert_syncs(sync_raw, calls, info.release)), SYNC)
         if tables[NVTX] is not None:
-            nvtx_raw = self.db.read(tables[NVTX], NVTX_COLUMNS)
+            # Read in chunks on the read-ahead threads, converted whole: a domain's name is in its
+            # own row (eventType 75), which any later range may refer to.
+            nvtx_raw = pl.concat(list(self.db.read_chunks(tables[NVTX], NVTX_COLUMNS)))
             with _TableCounts(self, NVTX) as counts:
                 self._keep(counts.add(nvtx_raw.height, convert_nvtx(nvtx_raw, self.strings)), NVTX)
         self._count_not_imported()
