@@ -332,6 +332,45 @@ def test_a_gzip_trace_is_parsed_while_it_inflates_with_the_same_result(
     assert fast.events.num_rows == read_kineto(plain).events.num_rows
 
 
+@pytest.mark.parametrize("defect_at", ["none", "end"])
+def test_a_gzip_trace_whose_inflated_pages_were_given_back_reads_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, defect_at: str
+) -> None:
+    # Over a MiB inflated, read in small passes, the pages of parsed events are given back as the
+    # parse goes.  The keys around the event array must still be read, and a defect near the end
+    # (which makes the fast path decline after many releases) must still give the lenient
+    # parser the whole file.
+    events = TRICKY_EVENTS * 400
+    if defect_at == "end":
+        events = [*events, {"ph": "X", "cat": "cpu_op", "name": "C:\\zz", "pid": 1, "tid": 1, "ts": 9, "dur": 1}]
+    text = kineto_text(events, schemaVersion=1, traceName="after the events")
+    if defect_at == "end":
+        text = text.replace("C:\\\\zz", "C:\\zz")  # an invalid escape, \z, in the last event
+    plain = tmp_path / "t.json"
+    plain.write_text(text, encoding="utf-8")
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert len(plain.read_bytes()) > kineto_scan.MAP_MIN_BYTES
+    monkeypatch.setattr(kineto_parse, "CHUNK_BYTES", 64 << 10)
+    monkeypatch.setattr(kineto_parse, "FIRST_CHUNK_BYTES", 64 << 10)
+    released: list[tuple[int, int]] = []
+    real_release = kineto_scan.Inflating.release
+
+    def counting(self: kineto_scan.Inflating, begin: int, end: int) -> None:
+        released.append((begin, end))
+        real_release(self, begin, end)
+
+    monkeypatch.setattr(kineto_scan.Inflating, "release", counting)
+    inflated = read_kineto(packed)
+    assert released, "no pages were given back"
+    read = read_kineto(plain)
+    assert schema.to_polars(inflated.events).drop("source").equals(schema.to_polars(read.events).drop("source"))
+    assert inflated.meta.properties.get("traceName") == read.meta.properties.get("traceName")
+    assert inflated.meta.warnings == read.meta.warnings
+    if defect_at == "end":
+        assert inflated.meta.warnings[0].startswith("the fast JSON path declined the file")
+
+
 @pytest.mark.parametrize("damage", ["truncated", "flipped"])
 @pytest.mark.parametrize("inflater", ["isal", "zlib"])
 def test_either_inflater_reads_the_same_table_and_reports_the_same_damage(

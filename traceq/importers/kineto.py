@@ -25,7 +25,7 @@ import polars as pl
 from traceq import schema
 from traceq.errors import EmptyTraceError, UnsupportedFormatError
 from traceq.importers.kineto_compact import compact
-from traceq.importers.kineto_fast import FastPathDeclined
+from traceq.importers.kineto_fast import FastPathDeclined, Raw
 from traceq.importers.kineto_lenient import parse_lenient
 from traceq.importers.kineto_meta import build_meta, distributed_int, event_facts
 from traceq.importers.kineto_normalise import normalise
@@ -107,12 +107,19 @@ def _parse(path: Path, parser: Parser) -> ParsedTrace:
                 f"the fast JSON path declined the file ({declined.reason})", path=path, hint="use parser='auto'"
             ) from declined
         reason = declined.reason
-    buf = source.whole() if isinstance(source, Inflating) else source
-    lenient = parse_lenient(buf, path, compact)
+    lenient = parse_lenient(_all_bytes(path, source), path, compact)
     note = f"the fast JSON path declined the file ({reason}); it was read with the slower lenient parser"
     return ParsedTrace(
         lenient.events, lenient.top, lenient.container, lenient.parser, lenient.non_objects, (note, *lenient.warnings)
     )
+
+
+def _all_bytes(path: Path, source: Raw | Inflating) -> Raw:
+    """The file's bytes for the lenient parser: a gzip file is inflated again where the fast path
+    gave some of its inflated pages back."""
+    if not isinstance(source, Inflating):
+        return source
+    return read_trace_bytes(path) if source.released else source.whole()
 
 
 __all__ = ["Parser", "read_kineto"]

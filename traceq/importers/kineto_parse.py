@@ -136,7 +136,7 @@ def parse_fast(source: Raw | Inflating, compact: Compact) -> ParsedTrace:
     chunk = min(CHUNK_BYTES, max(FIRST_CHUNK_BYTES, size // 8))
     frames: list[pl.DataFrame] = []
     index = 0
-    released = _Release(source)
+    released = _Release(source, keep=start)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-scan") as pool:
         first_limit = start + 1 + min(FIRST_CHUNK_BYTES, chunk)
         pending = pool.submit(_scan_pass, source, start + 1, first_limit, first=True, hint=0)
@@ -209,19 +209,24 @@ def _scan_pass(source: Raw | Inflating, at: int, limit: int, *, first: bool, hin
 
 
 class _Release:
-    """Gives back the pages of a memory-mapped file once its events are compacted (they stay in the
-    page cache, but leave this process's resident memory); a no-op for other buffers."""
+    """Gives back the pages of the file's bytes once their events are compacted: a memory-mapped
+    file's (they stay in the page cache, but leave this process's resident memory) and a gzip
+    file's inflated ones (:meth:`Inflating.release`).  The bytes before ``keep`` (the top-level
+    keys ahead of the event array) are kept; other buffers are left alone."""
 
-    def __init__(self, buf: Raw | Inflating):
-        self._map = buf if isinstance(buf, mmap.mmap) else None
-        self._done = 0
+    def __init__(self, buf: Raw | Inflating, keep: int):
+        self._buf = buf if isinstance(buf, mmap.mmap | Inflating) else None
+        self._done = keep - keep % mmap.PAGESIZE + mmap.PAGESIZE
 
     def up_to(self, offset: int) -> None:
-        if self._map is None:
+        if self._buf is None:
             return
         end = offset - offset % mmap.PAGESIZE
         if end > self._done:
-            self._map.madvise(mmap.MADV_DONTNEED, self._done, end - self._done)
+            if isinstance(self._buf, Inflating):
+                self._buf.release(self._done, end)
+            else:
+                self._buf.madvise(mmap.MADV_DONTNEED, self._done, end - self._done)
             self._done = end
 
 

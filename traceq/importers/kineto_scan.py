@@ -30,6 +30,9 @@ MAP_MIN_BYTES: Final = 1 << 20
 _WHITESPACE: Final = b" \t\r\n"
 _BOM: Final = b"\xef\xbb\xbf"
 _KEY_TAIL: Final = re.compile(rb"\s*:\s*\[")
+_PRIVATE_ANONYMOUS: Final = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+"""Memory of this process alone (Python's default for -1 is shared memory, whose pages
+``MADV_DONTNEED`` only unmaps: they would stay allocated)."""
 
 
 def read_trace_bytes(path: Path) -> Raw:
@@ -87,7 +90,11 @@ class Inflating:
 
     def __init__(self, path: Path, size_hint: int):
         self.path = path
-        self._data = bytearray(size_hint)
+        # Anonymous memory, so that the parser can give back the pages it is done with (release).
+        self._data: bytearray | mmap.mmap = (
+            mmap.mmap(-1, size_hint, flags=_PRIVATE_ANONYMOUS) if size_hint >= MAP_MIN_BYTES else bytearray(size_hint)
+        )
+        self._released = False
         self._filled = 0
         self._rest = b""
         self._done = False
@@ -139,16 +146,29 @@ class Inflating:
         with self._ready:
             return self._done and self._error is None and not self._rest and size == self._filled
 
-    def whole(self) -> bytearray:
-        """All the inflated bytes (waits for the end; raises for a damaged stream)."""
+    def whole(self) -> bytearray | mmap.mmap:
+        """All the inflated bytes (waits for the end; raises for a damaged stream).  Pages given back
+        by :meth:`release` read as zeros: after a release, only the bytes outside the released
+        ranges are the file's."""
         self._thread.join()
         self._check()
-        if self._filled < len(self._data):  # a trailer that overstated the size: a copy, which
-            self._data = self._data[: self._filled]  # resizing could not be while views are held
-        if self._rest:
-            self._data += self._rest
+        if self._filled < len(self._data) or self._rest:
+            # A trailer that overstated or understated the size: a copy (resizing could not be
+            # while views are held).
+            self._data = bytearray(self._data[: self._filled]) + self._rest
             self._rest = b""
         return self._data
+
+    @property
+    def released(self) -> bool:
+        """Whether :meth:`release` gave back any pages (then :meth:`whole` is no longer the file)."""
+        return self._released
+
+    def release(self, begin: int, end: int) -> None:
+        """Give back the memory of inflated bytes ``begin:end`` (page-aligned, already parsed)."""
+        if isinstance(self._data, mmap.mmap) and end > begin:
+            self._data.madvise(mmap.MADV_DONTNEED, begin, end - begin)
+            self._released = True
 
     def _check(self) -> None:
         if self._error is not None:
