@@ -246,3 +246,40 @@ def test_without_the_compiled_scanner_the_lenient_path_reads_the_file_and_says_w
     assert got.meta.properties["traceq.parser"] == "lenient"
     assert any(kineto_fast.NOT_BUILT in w for w in got.meta.warnings)
     assert schema.to_polars(got.events).equals(schema.to_polars(expected.events))
+
+
+# --------------------------------------------------------------------------------------------
+# Dictionary encoding of the Categorical text columns
+
+_TEXTS = st.one_of(
+    st.none(),
+    st.sampled_from(["", "X", "kernel", "cpu_op", "exactly12chr", "thirteen char", "ncclKernel_AllReduce_RING_LL"]),
+    st.text(max_size=40),
+)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(_TEXTS, max_size=60), dirty_padding=st.booleans())
+def test_dictionary_encoding_gives_the_categorical_a_cast_gives(values: list[str | None], dirty_padding: bool) -> None:
+    # The scanner's text views become Categorical columns through the compiled encode(): the same
+    # values as polars' own cast, whatever bytes pad a short string's view.
+    import pyarrow as pa
+
+    array = pa.array(values, type=pa.string_view())
+    validity, views, *variadic = array.buffers()
+    raw = bytearray(views.to_pybytes())
+    if dirty_padding:
+        for row in range(len(values)):
+            length = int.from_bytes(raw[16 * row : 16 * row + 4], "little")
+            if length <= 12:
+                raw[16 * row + 4 + length : 16 * row + 16] = b"\xff" * (12 - length)
+    nulls = array.null_count
+    if nulls == len(values):
+        return  # all-null columns are cast, not encoded
+    encoded = kineto_fast._dictionary(
+        bytes(raw), len(values), validity if nulls else None, validity if nulls else None, nulls, list(variadic)
+    )
+    column = kineto_fast.series_of("c", encoded)
+    assert column.dtype == pl.Categorical
+    assert column.to_list() == values
+    assert column.n_unique() == pl.Series(values, dtype=pl.String).n_unique()

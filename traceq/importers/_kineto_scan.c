@@ -930,6 +930,149 @@ done:
     return out;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* dictionary encoding */
+
+/* A string view's bytes: inline, or in data buffer 0 or 1 at its offset. */
+static inline Ptr view_bytes(const unsigned char *v, const Py_buffer *data, uint32_t *len) {
+    memcpy(len, v, 4);
+    if (*len <= INLINE_BYTES) return v + 4;
+    uint32_t buffer, offset;
+    memcpy(&buffer, v + 8, 4);
+    memcpy(&offset, v + 12, 4);
+    return (Ptr)data[buffer].buf + offset;
+}
+
+static inline uint64_t mix(uint64_t h, uint64_t w) {
+    h = (h ^ w) * UINT64_C(0x9E3779B97F4A7C15);
+    return h ^ (h >> 32);
+}
+
+/* A hash of the n bytes at p, 16 bytes a step (equal strings are compared in full afterwards). */
+static uint64_t hash_bytes(Ptr p, size_t n) {
+    uint64_t a = UINT64_C(0x243F6A8885A308D3) ^ n, b = UINT64_C(0x13198A2E03707344);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a = mix(a, load8(p + i));
+        b = mix(b, load8(p + i + 8));
+    }
+    uint64_t tail[2] = {0, 0};
+    memcpy(tail, p + i, n - i);
+    return mix(mix(a, tail[0]), mix(b, tail[1]));
+}
+
+PyDoc_STRVAR(encode_doc,
+             "encode(views, rows, validity, data0, data1) -> (codes, distinct, count)\n\n"
+             "Dictionary-encode a column of `rows` Arrow string views (16 bytes each) whose long views point into\n"
+             "data0 or data1; rows whose bit in `validity` is clear are skipped (validity None: every row has a\n"
+             "value).  Returns int32 codes (0 where null), the views of the distinct values in order of first\n"
+             "appearance, and their number.  The hashing runs without the GIL.");
+
+static PyObject *encode(PyObject *self, PyObject *args) {
+    Py_buffer views, valid, data[2];
+    Py_ssize_t rows;
+    PyObject *valid_obj, *out = NULL;
+    int valid_held = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nOy*y*", &views, &rows, &valid_obj, &data[0], &data[1])) return NULL;
+    if (valid_obj != Py_None) {
+        if (PyObject_GetBuffer(valid_obj, &valid, PyBUF_SIMPLE) < 0) goto release;
+        valid_held = 1;
+    }
+    if (rows < 0 || views.len < rows * VIEW_BYTES || (valid_held && valid.len < (rows + 7) / 8)) {
+        PyErr_SetString(PyExc_ValueError, "buffers shorter than the rows");
+        goto release;
+    }
+    size_t n = (size_t)rows, slots = 64;
+    while (slots < 2 * n) slots *= 2; /* at most half full, even if every row is distinct */
+    size_t codes_cap, distinct_cap;
+    int32_t *codes = pool_take((n ? n : 1) * sizeof(int32_t), &codes_cap);
+    unsigned char *distinct = pool_take((n ? n : 1) * VIEW_BYTES, &distinct_cap);
+    int32_t *table = calloc(slots, sizeof *table); /* a code + 1; 0 where free */
+    uint64_t *hashes = malloc((n ? n : 1) * sizeof *hashes);
+    if (!codes || !distinct || !table || !hashes) {
+        pool_give(codes, codes_cap);
+        pool_give(distinct, distinct_cap);
+        free(table);
+        free(hashes);
+        PyErr_NoMemory();
+        goto release;
+    }
+    size_t count = 0;
+    const unsigned char *bits = valid_held ? valid.buf : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t row = 0; row < n; row++) {
+        if (bits && !(bits[row >> 3] & (1u << (row & 7)))) {
+            codes[row] = 0;
+            continue;
+        }
+        const unsigned char *v = (const unsigned char *)views.buf + row * VIEW_BYTES;
+        uint32_t len;
+        memcpy(&len, v, 4);
+        /* A short string is all in its view: its length and up to 12 bytes, the rest masked off
+           (whatever the padding), as two words; a long one is hashed from its bytes. */
+        uint64_t lo = 0, hi = 0;
+        Ptr bytes = NULL;
+        uint64_t h;
+        if (len <= INLINE_BYTES) {
+            memcpy(&lo, v, 8);
+            memcpy(&hi, v + 8, 8);
+            if (len < 4) lo &= (UINT64_C(1) << (8 * (4 + len))) - 1;
+            hi = len <= 4 ? 0 : hi & (len == INLINE_BYTES ? ~UINT64_C(0) : (UINT64_C(1) << (8 * (len - 4))) - 1);
+            h = mix(mix(UINT64_C(0x243F6A8885A308D3), lo), hi);
+        } else {
+            bytes = view_bytes(v, data, &len);
+            h = hash_bytes(bytes, len);
+        }
+        size_t at = (size_t)h & (slots - 1);
+        for (;;) {
+            int32_t code = table[at] - 1;
+            if (code < 0) {
+                table[at] = (int32_t)count + 1;
+                unsigned char *w = distinct + count * VIEW_BYTES;
+                memcpy(w, v, VIEW_BYTES);
+                if (!bytes) { /* a short string's view, with its padding cleared */
+                    memcpy(w, &lo, 8);
+                    memcpy(w + 8, &hi, 8);
+                }
+                hashes[count] = h;
+                codes[row] = (int32_t)count++;
+                break;
+            }
+            const unsigned char *w = distinct + (size_t)code * VIEW_BYTES;
+            if (hashes[code] == h && memcmp(w, v, 4) == 0) { /* the same hash and length */
+                if (!bytes) {
+                    uint64_t wlo, whi;
+                    memcpy(&wlo, w, 8);
+                    memcpy(&whi, w + 8, 8);
+                    if (wlo == lo && whi == hi) {
+                        codes[row] = code;
+                        break;
+                    }
+                } else {
+                    uint32_t other_len;
+                    if (memcmp(view_bytes(w, data, &other_len), bytes, len) == 0) {
+                        codes[row] = code;
+                        break;
+                    }
+                }
+            }
+            at = (at + 1) & (slots - 1);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(table);
+    free(hashes);
+    out = Py_BuildValue("(NNn)", hand_over(codes, n * sizeof(int32_t), codes_cap),
+                        hand_over(distinct, count * VIEW_BYTES, distinct_cap), (Py_ssize_t)count);
+release:
+    if (valid_held) PyBuffer_Release(&valid);
+    PyBuffer_Release(&data[0]);
+    PyBuffer_Release(&data[1]);
+    PyBuffer_Release(&views);
+    return out;
+}
+
 PyDoc_STRVAR(trim_doc, "trim() -> None\n\nFree the output buffers kept for the next pass (call once a file is read).");
 
 static PyObject *trim(PyObject *self, PyObject *unused) {
@@ -941,6 +1084,7 @@ static PyObject *trim(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {{"scan", scan, METH_VARARGS, scan_doc},
                                 {"trim", trim, METH_NOARGS, trim_doc},
+                                {"encode", encode, METH_VARARGS, encode_doc},
                                 {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto_scan",
