@@ -48,7 +48,7 @@ TOP_FIELDS: Final[dict[str, pl.DataType]] = {
     "ph": pl.Categorical(),
     "cat": pl.Categorical(),
     "name": pl.Categorical(),
-    "pid": pl.String(),
+    "pid": pl.Categorical(),
     "tid": pl.String(),
     "ts": pl.Float64(),
     "dur": pl.Float64(),
