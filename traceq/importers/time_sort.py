@@ -45,7 +45,10 @@ def sort_by_time(parts: list[pl.DataFrame], *, chunk_rows: int = CHUNK_ROWS) -> 
         if all(p.null_count() == p.len() for p in pieces):  # zero-filled memory nothing has to touch
             whole = pl.repeat(None, height, dtype=pieces[0].dtype, eager=True).alias(name)
         else:
-            whole = pl.concat(pieces, rechunk=True)  # this column's pieces are free now
+            # One contiguous array: gathering from a chunked one is about three times slower.
+            # (pl.concat leaves a single Series' chunks as they are, hence rechunk() for one part.)
+            whole = pl.concat(pieces, rechunk=True) if len(pieces) > 1 else pieces[0].rechunk()
+        del pieces  # this column's unsorted pieces are free now
         if _constant(whole):  # all null, or one value (the source): any order is the same, slices copy nothing
             pieces = [whole.slice(lo, n) for lo, n in bounds]
         else:
