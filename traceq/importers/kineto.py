@@ -83,12 +83,15 @@ def read_kineto(path: Path, *, parser: Parser = "auto") -> ImportResult:
 def _sorted_by_time(rows: pl.DataFrame) -> pl.DataFrame:
     """``rows`` by (start_ns, end_ns, file order), without ``idx``; empties ``rows``.
 
-    The rows come in file order (``idx``), so the stable sort on the times keeps it on ties.
+    The rows come in file order (``idx``), so the stable sort on the times keeps it on ties.  Their
+    columns are moved out of ``rows`` into the sort's only reference, so that each unsorted column
+    is freed as soon as its sorted copy is made (the sorted table is not built beside the whole
+    unsorted one).
     """
     if not rows["idx"].is_sorted():
         rows = rows.sort("idx")
     rows.drop_in_place("idx")
-    return sort_by_time([rows])
+    return sort_by_time([pl.DataFrame([rows.drop_in_place(name) for name in list(rows.columns)])])
 
 
 def _parse(path: Path, parser: Parser) -> ParsedTrace:
