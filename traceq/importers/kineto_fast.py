@@ -6,7 +6,9 @@ int64 values with validity bitmaps, and Arrow *string views* for text (short val
 ones pointing into the file's own bytes, escaped strings into a side buffer of unescaped text).
 This module turns those buffers into polars columns without a Python object per event; the only
 per-value Python work is for numbers read into a text field that are not plain integers (rare),
-which are spelled as the lenient path spells them (:func:`float_text`).
+which are spelled as the lenient path spells them (:func:`float_text`).  Text columns the raw
+frame wants Categorical are dictionary-encoded by the compiled ``encode`` (without the GIL), and
+polars takes the Arrow dictionary array at the cost of its distinct values.
 
 Each value is converted as :mod:`traceq.importers.kineto_lenient` converts it -- that module is the
 reference both paths must agree with -- or the scanner *declines* (:class:`FastPathDeclined`): not
