@@ -206,7 +206,7 @@ def to_block(buf: Raw | memoryview, scanned: Scanned, *, spec: FieldSpec, first_
     kinds = [kind for _name, _key, _where, kind in spec.fields]
     extra = _Fixups(buf, fixups, len(side), first_index, kinds)
     side_buffer = _side_buffer(side, extra.blob)
-    series: list[pl.Series] = [pl.Series("idx", np.arange(first_index, first_index + n, dtype=np.uint32))]
+    series: list[pl.Series] = [pl.int_range(first_index, first_index + n, dtype=pl.UInt32, eager=True).alias("idx")]
     numbers = {
         FLOAT: pa.float64(),
         INT: pa.int64(),

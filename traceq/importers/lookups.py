@@ -13,6 +13,8 @@ from typing import Final
 import numpy as np
 import polars as pl
 
+from traceq.importers.arrow_capsule import series_of_numpy
+
 MAX_DENSE_KEY: Final = 1 << 22
 """Keys up to this are looked up through a table indexed by the key (4 bytes an entry); larger
 keys fall back to ``replace_strict``."""
@@ -33,4 +35,4 @@ def by_int_key(key: pl.Expr, keys: pl.Series, values: pl.Series, dtype: pl.DataT
     position[keys.to_numpy()] = np.arange(len(values), dtype=np.uint32)
     padded = values.extend_constant(None, 1)
     in_table = pl.when(key.is_between(0, high)).then(key.cast(pl.Int64))
-    return pl.lit(padded).gather(pl.lit(pl.Series(position)).gather(in_table))
+    return pl.lit(padded).gather(pl.lit(series_of_numpy("", position)).gather(in_table))

@@ -14,6 +14,8 @@ from typing import Final
 import numpy as np
 import polars as pl
 
+from traceq.importers.arrow_capsule import series_of_numpy
+
 # Ties keep their order of appearance (tables in a fixed order, rows in file order), which is
 # deterministic for a given file; more sort keys cost a third of the import time on large files.
 _SORT_KEYS: Final = ("start_ns", "end_ns")
@@ -33,7 +35,7 @@ def sort_by_time(parts: list[pl.DataFrame], *, chunk_rows: int = CHUNK_ROWS) -> 
     height = sum(p.height for p in parts)
     keys = [np.concatenate([p.get_column(k).to_numpy() for p in parts]) for k in reversed(_SORT_KEYS)]
     # A stable lexicographic argsort (numpy's lexsort) is ~3x faster than polars' multi-key one.
-    order = pl.Series(np.lexsort(keys).astype(np.uint32 if height < 1 << 32 else np.uint64))
+    order = series_of_numpy("", np.lexsort(keys).astype(np.uint32 if height < 1 << 32 else np.uint64))
     del keys
     chunk = chunk_rows
     bounds = [(lo, min(chunk, height - lo)) for lo in range(0, max(height, 1), chunk)]
