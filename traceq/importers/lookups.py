@@ -3,7 +3,7 @@
 The importers work out what a name, a pid or a correlation id means once per distinct value (a few
 thousand) and then need it on every row (millions).  ``replace_strict`` hashes every row's key;
 where the keys are small non-negative integers -- categorical codes, correlation ids -- a table
-indexed by the key answers with one gather, about six times faster.
+indexed by the key answers with two gathers, 1.5 to 6 times faster (2.5 M rows on one core).
 """
 
 from __future__ import annotations
