@@ -407,3 +407,11 @@ def test_a_gzip_stream_longer_than_its_trailer_says_is_read_whole(tmp_path: Path
     packed.write_bytes(gzip.compress(text[:1000]) + gzip.compress(text[1000:]))
     assert_identical(read_kineto(packed, parser="fast"), read_kineto(packed, parser="lenient"))
     assert read_kineto(packed).events.num_rows > 0
+
+
+def test_compacted_events_hold_no_text_that_points_into_the_file() -> None:
+    # The parse gives back the pages of the file's bytes (mapped, or inflated from gzip: then they
+    # read as zeros) once a pass is compacted, so no compacted column may be a string view into them.
+    from traceq.importers.kineto_compact import COMPACT_SCHEMA
+
+    assert not [name for name, dtype in COMPACT_SCHEMA.items() if dtype in (pl.String(), pl.Binary())]
