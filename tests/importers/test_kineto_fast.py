@@ -276,9 +276,7 @@ def test_dictionary_encoding_gives_the_categorical_a_cast_gives(values: list[str
     nulls = array.null_count
     if nulls == len(values):
         return  # all-null columns are cast, not encoded
-    encoded = kineto_fast._dictionary(
-        bytes(raw), len(values), validity if nulls else None, validity if nulls else None, nulls, list(variadic)
-    )
+    encoded = kineto_fast._dictionary(bytes(raw), len(values), validity if nulls else None, nulls, list(variadic))
     column = kineto_fast.series_of("c", encoded)
     assert column.dtype == pl.Categorical
     assert column.to_list() == values

@@ -192,7 +192,7 @@ def compact(raw: pl.DataFrame) -> pl.DataFrame:
             "cat",
             "name",
             *TRIPLE_COLUMNS,
-            pid_text=pl.col("pid").cast(pl.Categorical),
+            pid_text="pid",  # read as Categorical already
             tid_key=pl.col("tid").str.strip_prefix("stream ").cast(pl.Categorical),
             stream_tid=pl.col("tid").str.starts_with("stream ").fill_null(False),
             start_ns=start_ns,

@@ -227,13 +227,12 @@ def to_block(buf: Raw | memoryview, scanned: Scanned, *, spec: FieldSpec, first_
             bitmap = pa.py_buffer(bytes(validity)) if nulls else None
             array = pa.Array.from_buffers(numbers[kind], n, [bitmap, pa.py_buffer(bytes(values))], null_count=nulls)
         else:
-            bitmap = pa.py_buffer(validity) if nulls else None
             views = extra.apply(position, memoryview(values))
             variadic = [data] + ([side_buffer] if side_buffer is not None else [])
             if dtype == pl.Categorical() and nulls < n:
-                array = _dictionary(views, n, validity if nulls else None, bitmap, nulls, variadic)
+                array = _dictionary(views, n, validity if nulls else None, nulls, variadic)
             else:
-                buffers = [bitmap, pa.py_buffer(views), *variadic]
+                buffers = [pa.py_buffer(validity) if nulls else None, pa.py_buffer(views), *variadic]
                 array = pa.Array.from_buffers(pa.string_view(), n, buffers, null_count=nulls)
         column = series_of(name, array)
         series.append(column if column.dtype == dtype else column.cast(dtype))
@@ -243,9 +242,7 @@ def to_block(buf: Raw | memoryview, scanned: Scanned, *, spec: FieldSpec, first_
     return Block(frame, consumed, n, status == CLOSED, status == OPEN_END)
 
 
-def _dictionary(
-    views: Buffer, n: int, validity: Buffer | None, bitmap: pa.Buffer | None, nulls: int, variadic: list[pa.Buffer]
-) -> pa.Array:
+def _dictionary(views: Buffer, n: int, validity: Buffer | None, nulls: int, variadic: list[pa.Buffer]) -> pa.Array:
     """A text column as an Arrow dictionary array (int32 codes into its distinct values, found by
     the compiled ``encode``), which polars takes as a Categorical at the cost of the distinct
     strings: casting the string views instead hashes every row's whole text in polars."""
@@ -253,6 +250,7 @@ def _dictionary(
     first, second = (*variadic, b"", b"")[:2]
     codes, distinct_views, count = _kineto_scan.encode(views, n, validity, first, second)
     dictionary = pa.Array.from_buffers(pa.string_view(), count, [None, pa.py_buffer(distinct_views), *variadic])
+    bitmap = pa.py_buffer(validity) if validity is not None else None
     indices = pa.Array.from_buffers(pa.int32(), n, [bitmap, pa.py_buffer(codes)], null_count=nulls)
     return pa.DictionaryArray.from_arrays(indices, dictionary, safe=False)
 

@@ -32,7 +32,6 @@ from traceq.importers.kineto_compact import (
     SKIP_UNCLOSED_B,
     SKIP_UNPAIRED_E,
     codes_and_texts,
-    distinct,
     int_from_text,
     lookup,
 )
@@ -131,8 +130,9 @@ def normalise(events: pl.DataFrame, *, source: str, rank: int | None, non_object
         if inverted:
             warnings.append(f"{inverted} B/E pairs end before they begin; clamped to zero length")
     counts = _counts(events, source, non_objects)
-    described = _describe(events)
-    correlation, flow_warnings = _correlation_with_flows(events, described)
+    categories = codes_and_texts(events, "cat")  # the distinct categories: their codes and texts
+    described = _describe(events, categories)
+    correlation, flow_warnings = _correlation_with_flows(events, described, categories["text"].to_list())
     warnings.extend(flow_warnings)
     launch_pid = _launch_pid(events, described, correlation)
     rows = (
@@ -240,9 +240,9 @@ def _pair_begin_end(events: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     return events.update(outcomes, on="idx").update(patch, on="idx"), inverted
 
 
-def _describe(events: pl.DataFrame) -> dict[str, pl.Expr]:
-    """Expressions for kind, the GPU-side flag and the numeric pid/tid (from distinct values)."""
-    present = codes_and_texts(events, "cat")
+def _describe(events: pl.DataFrame, present: pl.DataFrame) -> dict[str, pl.Expr]:
+    """Expressions for kind, the GPU-side flag and the numeric pid/tid (from distinct values;
+    ``present``: the categories, as :func:`~traceq.importers.kineto_compact.codes_and_texts` gives them)."""
     categories: list[str] = present["text"].to_list()
     kinds = pl.Series([kind_of_category(c) for c in categories], dtype=pl.String)
     by_category = by_int_key(pl.col("cat").to_physical(), present["code"], kinds, KIND_DTYPE)
@@ -272,7 +272,9 @@ def _describe(events: pl.DataFrame) -> dict[str, pl.Expr]:
     }
 
 
-def _correlation_with_flows(events: pl.DataFrame, described: dict[str, pl.Expr]) -> tuple[pl.Expr, list[str]]:
+def _correlation_with_flows(
+    events: pl.DataFrame, described: dict[str, pl.Expr], categories: list[str]
+) -> tuple[pl.Expr, list[str]]:
     """``correlation``, filled from launch flows where ``args.correlation`` is missing (old traces).
 
     Binding follows the Trace Event Format: ``s`` binds to the slice enclosing its ts on its thread
@@ -283,7 +285,7 @@ def _correlation_with_flows(events: pl.DataFrame, described: dict[str, pl.Expr])
     linked = _IS_ROW & described["kind"].is_in(["cuda_api", *GPU_WORK_KINDS])
     correlation = pl.col("correlation")
     unlinked = events.lazy().filter(linked & correlation.is_null()).select(pl.len()).collect().item()
-    flow_categories = [c for c in distinct(events, "cat") if c.lower() in FLOW_LAUNCH_CATEGORIES]
+    flow_categories = [c for c in categories if c.lower() in FLOW_LAUNCH_CATEGORIES]
     if not unlinked or not flow_categories:
         return correlation, []
     flows = events.filter(
