@@ -90,9 +90,11 @@ def compiled_frame(result: tuple[int, list[_nsys_read.Column]], spec: Mapping[st
     return pl.DataFrame(series)
 
 
-def connect(uri: str, functions: tuple[int, ...]) -> _nsys_read.Connection:
-    """A compiled-reader connection to the export at ``uri`` (read-only), over ``functions``."""
-    assert _nsys_read is not None
+def connect(uri: str) -> _nsys_read.Connection:
+    """A compiled-reader connection to the export at ``uri`` (read-only); only where
+    :func:`compiled_reader_available`."""
+    functions = sqlite_functions()
+    assert _nsys_read is not None and functions is not None
     return _nsys_read.Connection(uri, functions)
 
 

@@ -48,7 +48,6 @@ from traceq.importers.nsys_compiled import (
     compiled_frame,
     compiled_reader_available,
     is_compiled_error,
-    sqlite_functions,
 )
 
 ColumnSpec = Mapping[str, pl.DataType]
@@ -289,9 +288,7 @@ class _ChunkReaders:
 
     def _read(self, sql: str, spec: ColumnSpec, compiled: bool, rows_hint: int) -> pl.DataFrame | None:
         if compiled:
-            functions = sqlite_functions()
-            assert functions is not None
-            reader = self._connection("compiled", lambda: nsys_compiled.connect(self.uri, functions))
+            reader = self._connection("compiled", lambda: nsys_compiled.connect(self.uri))
             result = reader.read(sql, rows_hint)
             if not isinstance(result, str):
                 return compiled_frame(result, spec)
