@@ -126,23 +126,11 @@ def int_from_text(text: pl.Expr) -> pl.Expr:
     return pl.coalesce(t.str.to_integer(base=10, strict=False), hexadecimal, integral)
 
 
-def distinct(events: pl.DataFrame, column: str) -> list[str]:
-    """The non-null distinct values of a text column (lazily: far less memory than eager ``unique``)."""
-    values = events.lazy().select(pl.col(column).unique().cast(pl.String)).collect().to_series()
-    return [v for v in values.to_list() if v is not None]
-
-
 def lookup(events: pl.DataFrame, column: str, fn: Callable[[pl.Expr], pl.Expr], dtype: pl.DataType) -> pl.Expr:
-    """``fn`` of a text column, computed on its distinct values and looked up per row (by the
-    categorical code where the column is Categorical: see :func:`~traceq.importers.lookups.by_int_key`)."""
-    if events.schema[column] == pl.Categorical():
-        table = codes_and_texts(events, column).select("code", value=fn(pl.col("text")))
-        return by_int_key(pl.col(column).to_physical(), table["code"], table["value"], dtype)
-    values = pl.DataFrame({column: distinct(events, column)}, schema={column: pl.String})
-    table = values.with_columns(fn(pl.col(column)).alias("value"))
-    if table.is_empty():
-        return pl.lit(None, dtype=dtype)
-    return pl.col(column).replace_strict(table[column], table["value"], default=None, return_dtype=dtype)
+    """``fn`` of a Categorical column, computed on its distinct values and looked up per row by the
+    categorical code (see :func:`~traceq.importers.lookups.by_int_key`)."""
+    table = codes_and_texts(events, column).select("code", value=fn(pl.col("text")))
+    return by_int_key(pl.col(column).to_physical(), table["code"], table["value"], dtype)
 
 
 def codes_and_texts(events: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -184,6 +172,7 @@ def compact(raw: pl.DataFrame) -> pl.DataFrame:
     start_ns = pl.when(_in_range(ts)).then(us_to_ns(ts))
     dur_ns = pl.when(_in_range(dur)).then(us_to_ns(dur))
     is_x = (ph == "X").fill_null(False)
+    ids = _ints_of_text(raw, ("id", "args.device", "args.stream"))
     return (
         raw.lazy()
         .select(
@@ -206,7 +195,7 @@ def compact(raw: pl.DataFrame) -> pl.DataFrame:
             .otherwise(_category(ROW)),
             no_dur=is_x & dur.is_null(),
             negative_dur=is_x & (dur_ns < 0).fill_null(False),
-            flow_id=pl.when(ph.is_in(["s", "t", "f"])).then(_flow_ids(raw)),
+            flow_id=pl.when(ph.is_in(["s", "t", "f"])).then(ids["id"]),
             bp_e=(pl.col("bp") == "e").fill_null(False),
             correlation=pl.col("args.correlation"),
             external_id=pl.coalesce("args.External id", "args.external id"),
@@ -215,8 +204,8 @@ def compact(raw: pl.DataFrame) -> pl.DataFrame:
             registers_per_thread=pl.col("args.registers per thread").cast(pl.Int32, strict=False),
             shared_memory_bytes=pl.col("args.shared memory"),
             graph_id=pl.col("args.graph id"),
-            device_arg=lookup(raw, "args.device", int_from_text, pl.Int64()),
-            stream_arg=lookup(raw, "args.stream", int_from_text, pl.Int64()),
+            device_arg=ids["args.device"],
+            stream_arg=ids["args.stream"],
             has_collective=pl.col("args.Collective name").is_not_null(),
             meta_name=pl.col("args.name"),
         )
@@ -228,9 +217,13 @@ def _category(text: str) -> pl.Expr:
     return pl.lit(text, dtype=pl.Categorical())
 
 
-def _flow_ids(raw: pl.DataFrame) -> pl.Expr:
-    """``id`` as int64.  Flow ids are nearly all distinct decimal integers, so the full
-    :func:`int_from_text` (hex, ``7.0``) runs only for blocks where plain decimal parsing misses."""
-    decimal = pl.col("id").str.to_integer(base=10, strict=False)
-    missed = raw.select((pl.col("id").is_not_null() & decimal.is_null()).any()).item()
-    return int_from_text(pl.col("id")) if missed else decimal
+def _ints_of_text(raw: pl.DataFrame, columns: tuple[str, ...]) -> dict[str, pl.Expr]:
+    """:func:`int_from_text` of each text column, as plain decimal parsing where that reads every
+    value of the block (flow ids, devices and streams nearly always are decimal integers): one
+    check for all the columns, and the full parse (hex, ``stream N``, ``7.0``) only where it misses.
+
+    Where decimal parsing reads a value, :func:`int_from_text` reads the same integer (its first
+    attempt is that parse, after stripping what a decimal integer cannot hold)."""
+    decimal = {c: pl.col(c).str.to_integer(base=10, strict=False) for c in columns}
+    missed = raw.select(**{c: (pl.col(c).is_not_null() & decimal[c].is_null()).any() for c in columns}).row(0)
+    return {c: int_from_text(pl.col(c)) if miss else decimal[c] for c, miss in zip(columns, missed, strict=True)}
