@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -281,3 +283,50 @@ def test_dictionary_encoding_gives_the_categorical_a_cast_gives(values: list[str
     assert column.dtype == pl.Categorical
     assert column.to_list() == values
     assert column.n_unique() == pl.Series(values, dtype=pl.String).n_unique()
+
+
+LINUX_ONLY = pytest.mark.skipif(sys.platform != "linux", reason="moving pages is Linux's mremap; elsewhere it declines")
+
+
+@LINUX_ONLY
+def test_moved_pages_keep_their_bytes_at_the_target_and_leave_zeros_behind() -> None:
+    page = mmap.PAGESIZE
+    memory = mmap.mmap(-1, 16 * page, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    memory[: 4 * page] = bytes(range(256)) * (4 * page // 256)
+    before = memory[: 4 * page]
+    assert kineto_fast.move_pages(memory, 0, 4 * page, 8 * page)
+    assert memory[8 * page : 12 * page] == before
+    assert memory[: 4 * page] == bytes(4 * page)  # still mapped, reading as zeros
+    memory[:page] = b"x" * page  # and still writable
+    assert memory[:page] == b"x" * page
+
+
+@LINUX_ONLY
+@pytest.mark.parametrize(
+    ("begin", "end", "target"),
+    [
+        (1, 1, 8),  # not page-aligned (in pages below; the offset 1 is one byte)
+        (0, 4, 2),  # overlapping ranges
+        (0, 4, 14),  # target runs past the end
+        (4, 4, 8),  # nothing to move
+        (4, 2, 8),  # an inverted range
+    ],
+)
+def test_moving_pages_declines_what_it_cannot_do_safely(begin: int, end: int, target: int) -> None:
+    page = mmap.PAGESIZE
+    memory = mmap.mmap(-1, 16 * page, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    memory[:] = b"k" * (16 * page)
+    begin_at = 1 if begin == 1 else begin * page
+    assert not kineto_fast.move_pages(memory, begin_at, end * page, target * page)
+    assert memory[:] == b"k" * (16 * page)  # untouched
+
+
+def test_moving_pages_needs_writable_memory(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * mmap.PAGESIZE * 2)
+    with (
+        path.open("rb") as fh,
+        mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
+        pytest.raises(TypeError),
+    ):
+        kineto_fast.move_pages(mapped, 0, mmap.PAGESIZE, mmap.PAGESIZE)

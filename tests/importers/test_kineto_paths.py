@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import mmap
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -415,3 +417,45 @@ def test_compacted_events_hold_no_text_that_points_into_the_file() -> None:
     from traceq.importers.kineto_compact import COMPACT_SCHEMA
 
     assert not [name for name, dtype in COMPACT_SCHEMA.items() if dtype in (pl.String(), pl.Binary())]
+
+
+def _settled_fill(inflating: kineto_scan.Inflating) -> int:
+    """How far the inflater got once it stopped moving (held back, or at the end)."""
+    last, still = -1, 0
+    while still < 5:
+        time.sleep(0.01)
+        now = len(inflating.available(0))
+        still = still + 1 if now == last else 0
+        last = now
+    return last
+
+
+def test_an_inflater_held_to_a_distance_waits_for_the_parser_and_never_deadlocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The inflater goes at most keep_ahead bytes (plus one step) past the last release, except as
+    # far as a reader asks; releases let it on; lifting the limit lets it finish.  Released bytes
+    # read as zeros, all others are the file's.
+    step, ahead = 64 << 10, 256 << 10
+    monkeypatch.setattr(kineto_scan, "_READ_STEP_BYTES", step)
+    text = b"".join(b'{"ph": "X", "ts": %d}, ' % i for i in range(200_000))
+    assert len(text) > 16 * ahead
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(text))
+    inflating = kineto_scan.Inflating(packed, len(text))
+    inflating.keep_ahead(ahead)
+    assert _settled_fill(inflating) <= ahead + step
+    asked = 6 * ahead
+    assert len(inflating.available(asked)) >= asked  # a reader past the limit is served
+    assert _settled_fill(inflating) <= asked + step
+    inflating.release(0, 4 * ahead)
+    assert _settled_fill(inflating) <= asked + step  # 4 * ahead released + ahead: still below asked
+    inflating.release(4 * ahead, asked)
+    there = _settled_fill(inflating)
+    assert asked + ahead <= there <= asked + ahead + step  # on again, as far as allowed
+    inflating.release(asked, 16 * ahead)  # past what is there: only what is there goes
+    inflating.keep_ahead(None)
+    whole = inflating.whole()
+    gone = there - there % mmap.PAGESIZE
+    assert bytes(whole[:gone]) == bytes(gone)
+    assert bytes(whole[gone:]) == text[gone:]

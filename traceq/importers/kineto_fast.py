@@ -193,6 +193,12 @@ def trim() -> None:
         _kineto_scan.trim()
 
 
+def move_pages(buf: mmap.mmap, begin: int, end: int, target: int) -> bool:
+    """Move the memory pages of ``buf[begin:end]`` to ``buf[target:]`` (the compiled
+    ``move_pages``); False where that cannot be done (not built, not Linux 5.7+)."""
+    return _kineto_scan is not None and _kineto_scan.move_pages(buf, begin, end, target)
+
+
 def scan_block(buf: Raw, begin: int, limit: int, *, first: bool, spec: FieldSpec, first_index: int) -> Block:
     """:func:`scan` then :func:`to_block`."""
     return to_block(buf, scan(buf, begin, limit, first=first, spec=spec), spec=spec, first_index=first_index)
@@ -326,6 +332,7 @@ __all__ = [
     "Scanned",
     "Triple",
     "float_text",
+    "move_pages",
     "scan",
     "scan_block",
     "to_block",

@@ -121,6 +121,9 @@ an eighth of the file when that is less (at least ``FIRST_CHUNK_BYTES``), so tha
 flight stay small beside a small file."""
 FIRST_CHUNK_BYTES: Final = 4 << 20
 """The first pass is shorter, so that compacting (on this thread) starts soon after the scan."""
+KEEP_AHEAD_PASSES: Final = 3
+"""A gzip file is inflated at most this many passes (plus the margin a pass may wait for) past the
+events already compacted: the pass being compacted, the one being scanned and the next."""
 _SPEC: Final = FieldSpec.of(RAW_SCHEMA, TRIPLE_FIELDS)
 
 
@@ -134,9 +137,33 @@ def parse_fast(source: Raw | Inflating, compact: Compact) -> ParsedTrace:
     container, start = _locate(source)
     size = source.expected_size if isinstance(source, Inflating) else len(source)
     chunk = min(CHUNK_BYTES, max(FIRST_CHUNK_BYTES, size // 8))
+    released = _Release(source, keep=start)
+    if isinstance(source, Inflating):
+        # The passes in flight reach about two passes past the last release (see the loop).
+        source.keep_ahead(KEEP_AHEAD_PASSES * chunk + _MORE_BYTES)
+    try:
+        events, at, closed, open_end = _passes(source, start, chunk, compact, released)
+    finally:
+        if isinstance(source, Inflating):
+            source.keep_ahead(None)
+    trim()
+    buf = source.whole() if isinstance(source, Inflating) else source
+    if open_end and container == "object":
+        raise FastPathDeclined("the event array is cut off before its closing bracket")
+    if container == "array" and closed and buf[at + 1 :].strip():
+        raise FastPathDeclined("bytes after the closing bracket of the array")
+    top = _top_level_keys(buf, start, at) if container == "object" else {}
+    warnings = (UNCLOSED_ARRAY_WARNING,) if open_end else ()
+    return ParsedTrace(events, top, container, "fast", 0, warnings)
+
+
+def _passes(
+    source: Raw | Inflating, start: int, chunk: int, compact: Compact, released: _Release
+) -> tuple[pl.DataFrame, int, bool, bool]:
+    """The scanner's passes over the event array from ``start`` (its ``[``), each compacted: the
+    events, where the last pass stopped, and whether the array closed or ended open."""
     frames: list[pl.DataFrame] = []
     index = 0
-    released = _Release(source, keep=start)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-scan") as pool:
         first_limit = start + 1 + min(FIRST_CHUNK_BYTES, chunk)
         pending = pool.submit(_scan_pass, source, start + 1, first_limit, first=True, hint=0)
@@ -155,16 +182,7 @@ def parse_fast(source: Raw | Inflating, compact: Compact) -> ParsedTrace:
             released.up_to(at)
             if closed or open_end:
                 break
-    trim()
-    buf = source.whole() if isinstance(source, Inflating) else source
-    if open_end and container == "object":
-        raise FastPathDeclined("the event array is cut off before its closing bracket")
-    if container == "array" and closed and buf[at + 1 :].strip():
-        raise FastPathDeclined("bytes after the closing bracket of the array")
-    top = _top_level_keys(buf, start, at) if container == "object" else {}
-    events = pl.concat(frames) if len(frames) > 1 else frames[0]
-    warnings = (UNCLOSED_ARRAY_WARNING,) if open_end else ()
-    return ParsedTrace(events, top, container, "fast", 0, warnings)
+    return (pl.concat(frames) if len(frames) > 1 else frames[0]), at, closed, open_end
 
 
 _HEAD_BYTES: Final = 1 << 20

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Final, Literal
 
 from traceq.errors import CorruptTraceError, InputNotFoundError
-from traceq.importers.kineto_fast import FastPathDeclined, Raw
+from traceq.importers.kineto_fast import FastPathDeclined, Raw, move_pages
 
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _GZIP_MIN_BYTES: Final = 18
 """A gzip member is at least a 10-byte header, an empty deflate block and an 8-byte trailer."""
 _MAX_DEFLATE_RATIO: Final = 1032
-_READ_STEP_BYTES: Final = 16 << 20
+_READ_STEP_BYTES: Final = 4 << 20
 """Gzip is inflated this many bytes at a time, so no temporary ever holds the whole file."""
 
 MAP_MIN_BYTES: Final = 1 << 20
@@ -84,9 +84,16 @@ class InflatedPastHint(Exception):
 
 
 class Inflating:
-    """A gzip file inflating on a helper thread into one preallocated ``bytearray`` (the inflater,
-    ISA-L's or zlib's, lets the GIL go while it works), read as it fills: :meth:`available` waits
-    for the bytes asked for."""
+    """A gzip file inflating on a helper thread into one preallocated buffer (the inflater, ISA-L's
+    or zlib's, lets the GIL go while it works), read as it fills: :meth:`available` waits for the
+    bytes asked for.
+
+    Memory: a parser that gives back what it has parsed (:meth:`release`) can also hold the inflater
+    to a distance ahead of it (:meth:`keep_ahead`), so that only that much inflated text is ever
+    resident.  Released pages are moved to where the inflater will write next rather than freed
+    (:func:`~traceq.importers.kineto_fast.move_pages`): fresh memory is dear (each new page is a
+    fault the kernel zero-fills), memory already faulted in is not.
+    """
 
     def __init__(self, path: Path, size_hint: int):
         self.path = path
@@ -96,6 +103,14 @@ class Inflating:
         )
         self._released = False
         self._filled = 0
+        self._writing_to = 0
+        """End of the range the inflater may be writing now (set before it writes, under the lock)."""
+        self._recycled_to = 0
+        """End of the pages moved ahead of the inflater (already faulted in)."""
+        self._parsed_to = 0
+        """End of the bytes given back by release (the parser is past them)."""
+        self._ahead: int | None = None
+        self._wanted = 0
         self._rest = b""
         self._done = False
         self._error: BaseException | None = None
@@ -106,8 +121,15 @@ class Inflating:
     def _inflate(self) -> None:
         try:
             with _gunzip(self.path) as gz, memoryview(self._data) as view:
-                while self._filled < len(self._data):
-                    got = gz.readinto(view[self._filled : self._filled + _READ_STEP_BYTES])
+                while True:
+                    with self._ready:
+                        while self._held_back():
+                            self._ready.wait()
+                        at = self._filled
+                        if at >= len(self._data):
+                            break
+                        self._writing_to = min(at + _READ_STEP_BYTES, len(self._data))
+                    got = gz.readinto(view[at : self._writing_to])
                     if not got:
                         break
                     with self._ready:
@@ -122,6 +144,21 @@ class Inflating:
                 self._done = True
                 self._ready.notify_all()
 
+    def _held_back(self) -> bool:
+        """Whether the inflater is as far ahead of the parser as :meth:`keep_ahead` allows and
+        nobody waits for more (called under the lock)."""
+        return (
+            self._ahead is not None and self._filled - self._parsed_to >= self._ahead and self._wanted <= self._filled
+        )
+
+    def keep_ahead(self, limit: int | None) -> None:
+        """Inflate at most ``limit`` bytes past the last :meth:`release` (None: no limit), except
+        as far as :meth:`available` is asked for.  A parser sets it while it releases as it goes,
+        and lifts it when it stops (else the inflater waits for a parser that is gone)."""
+        with self._ready:
+            self._ahead = limit
+            self._ready.notify_all()
+
     @property
     def expected_size(self) -> int:
         """The inflated size the gzip trailer gives (a hint: see :meth:`whole`)."""
@@ -134,6 +171,8 @@ class Inflating:
         the whole stream is asked for and it is longer than its trailer said.
         """
         with self._ready:
+            self._wanted = max(self._wanted, offset)
+            self._ready.notify_all()
             while self._filled < offset and not self._done:
                 self._ready.wait()
             self._check()
@@ -150,6 +189,7 @@ class Inflating:
         """All the inflated bytes (waits for the end; raises for a damaged stream).  Pages given back
         by :meth:`release` read as zeros: after a release, only the bytes outside the released
         ranges are the file's."""
+        self.keep_ahead(None)
         self._thread.join()
         self._check()
         if self._filled < len(self._data) or self._rest:
@@ -165,10 +205,26 @@ class Inflating:
         return self._released
 
     def release(self, begin: int, end: int) -> None:
-        """Give back the memory of inflated bytes ``begin:end`` (page-aligned, already parsed)."""
-        if isinstance(self._data, mmap.mmap) and end > begin:
-            self._data.madvise(mmap.MADV_DONTNEED, begin, end - begin)
+        """Give back the memory of inflated bytes ``begin:end`` (page-aligned, already parsed; bytes
+        not inflated yet are left alone): its pages move to just past the inflater's write range
+        where that fits, else go back to the system.  Either way ``begin:end`` then reads as zeros."""
+        if not isinstance(self._data, mmap.mmap):
+            return
+        with self._ready:
+            end = min(end, self._filled - self._filled % mmap.PAGESIZE)  # only bytes that were there
+            if end <= begin:
+                return
+            target = max(self._recycled_to, -(-self._writing_to // mmap.PAGESIZE) * mmap.PAGESIZE)
+            room = len(self._data) - target
+            moving = min(end - begin, room - room % mmap.PAGESIZE)
+            if moving > 0 and move_pages(self._data, begin, begin + moving, target):
+                self._recycled_to = target + moving
+                begin += moving
+            if end > begin:
+                self._data.madvise(mmap.MADV_DONTNEED, begin, end - begin)
             self._released = True
+            self._parsed_to = max(self._parsed_to, end)
+            self._ready.notify_all()
 
     def _check(self) -> None:
         if self._error is not None:
