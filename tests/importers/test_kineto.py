@@ -442,6 +442,26 @@ def test_begin_end_pairs_match_by_nesting_per_thread(tmp_path: Path) -> None:
     }
 
 
+def test_a_begin_row_takes_the_device_args_its_end_carries(tmp_path: Path) -> None:
+    # Device args (device, stream, bytes, grid...) are kept apart from the other columns while
+    # compacting; a B/E pair still merges them like any other arg, from either side.
+    trace = {
+        "traceEvents": [
+            {"ph": "B", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 1},
+            {"ph": "E", "pid": 0, "tid": 7, "ts": 2, "args": {"device": 0, "stream": 7, "bytes": 64}},
+            {"ph": "B", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 3, "args": {"grid": [2, 1, 1]}},
+            {"ph": "E", "pid": 0, "tid": 7, "ts": 4, "args": {"block": [128, 1, 1], "device": 0, "stream": 7}},
+            x("cpu_op", "op", 5, 1, pid=9, tid=9),
+        ]
+    }
+    df, _ = load(tmp_path, trace)
+    assert pick(df, "kind", "device", "stream", "bytes", "grid_x", "block_x") == [
+        {"kind": "memcpy", "device": 0, "stream": 7, "bytes": 64, "grid_x": None, "block_x": None},
+        {"kind": "kernel", "device": 0, "stream": 7, "bytes": None, "grid_x": 2, "block_x": 128},
+        {"kind": "cpu_op", "device": None, "stream": None, "bytes": None, "grid_x": None, "block_x": None},
+    ]
+
+
 def test_unpaired_end_and_never_closed_begin_are_skipped_with_reasons(tmp_path: Path) -> None:
     trace = {
         "traceEvents": [
@@ -698,6 +718,20 @@ def test_legacy_user_category_on_a_stream_is_a_gpu_range(tmp_path: Path) -> None
     df, _ = load(tmp_path, trace)
     assert pick(df, "kind", "device", "stream", "tid") == [
         {"kind": "range", "device": 0, "stream": 7, "tid": None},
+        {"kind": "range", "device": None, "stream": None, "tid": 6},
+    ]
+
+
+def test_legacy_user_category_with_stream_args_is_a_gpu_range(tmp_path: Path) -> None:
+    trace = {
+        "traceEvents": [
+            {"ph": "X", "cat": "User", "name": "gpu", "pid": 0, "tid": 3, "ts": 1, "dur": 5, "args": {"stream": 9}},
+            {"ph": "X", "cat": "User", "name": "cpu range", "pid": 5, "tid": 6, "ts": 2, "dur": 5},
+        ]
+    }
+    df, _ = load(tmp_path, trace)
+    assert pick(df, "kind", "device", "stream", "tid") == [
+        {"kind": "range", "device": 0, "stream": 9, "tid": None},
         {"kind": "range", "device": None, "stream": None, "tid": 6},
     ]
 
