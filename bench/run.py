@@ -4,11 +4,14 @@
     python bench/run.py --full --write-docs      # 100 MB .. 2 GB and 20 M nsys rows; the published table
     python bench/run.py --preset smoke --no-hta  # what tests/test_bench_smoke.py runs
 
-Steps: (1) ``bench/make_big.py`` writes the preset's traces into ``--data`` (default
-``bench/data/``, git-ignored; files already there are reused); (2) HTA 0.5.0 is installed into
-``bench/.venv-hta`` (never into traceq's environment) unless ``--no-hta``; (3) every file is read
-once so that all tools start from the page cache; (4) each probe of ``bench/probes.py`` runs
-``--repeat`` times in a fresh child process, and the median wall time is kept:
+Steps: (0) traceq's modules are byte-compiled, as ``pip install`` leaves them (where
+``PYTHONDONTWRITEBYTECODE`` is set, every timed import would otherwise compile the importer's
+modules, which are imported on first use, from source: 20-30 ms); (1) ``bench/make_big.py``
+writes the preset's traces into ``--data`` (default ``bench/data/``, git-ignored; files already
+there are reused); (2) HTA 0.5.0 is installed into ``bench/.venv-hta`` (never into traceq's
+environment) unless ``--no-hta``; (3) every file is read once so that all tools start from the
+page cache; (4) each probe of ``bench/probes.py`` runs ``--repeat`` times in a fresh child
+process, and the median wall time is kept:
 
 * import (``traceq.load(..., cache=False)``): wall and CPU s, MB/s of uncompressed JSON, rows/s,
   peak RSS (``os.wait4`` of the child: its ``ru_maxrss``);
@@ -477,6 +480,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # Generated in a child: this process stays small, because a child's ru_maxrss starts from the
     # size of the process it was forked from (Linux keeps the high-water mark across exec).
     subprocess.run([sys.executable, str(BENCH / "make_big.py"), *make_big.size_argv(args)], check=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "traceq")], check=True)
     records = make_big.read_manifest(args.data)
     if args.only:
         records = [r for r in records if args.only in r.name]
