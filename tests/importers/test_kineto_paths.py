@@ -419,15 +419,14 @@ def test_compacted_events_hold_no_text_that_points_into_the_file() -> None:
     assert not [name for name, dtype in COMPACT_SCHEMA.items() if dtype in (pl.String(), pl.Binary())]
 
 
-def _settled_fill(inflating: kineto_scan.Inflating) -> int:
-    """How far the inflater got once it stopped moving (held back, or at the end)."""
-    last, still = -1, 0
-    while still < 5:
-        time.sleep(0.01)
-        now = len(inflating.available(0))
-        still = still + 1 if now == last else 0
-        last = now
-    return last
+def _fill_once_past(inflating: kineto_scan.Inflating, at_least: int) -> int:
+    """How far the inflater got, once it got ``at_least`` bytes (waiting up to 10 s for them) and
+    then had a while to go on if nothing held it back."""
+    deadline = time.monotonic() + 10
+    while len(inflating.available(0)) < at_least and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.05)
+    return len(inflating.available(0))
 
 
 def test_an_inflater_held_to_a_distance_waits_for_the_parser_and_never_deadlocks(
@@ -444,14 +443,14 @@ def test_an_inflater_held_to_a_distance_waits_for_the_parser_and_never_deadlocks
     packed.write_bytes(gzip.compress(text))
     inflating = kineto_scan.Inflating(packed, len(text))
     inflating.keep_ahead(ahead)
-    assert _settled_fill(inflating) <= ahead + step
+    assert ahead <= _fill_once_past(inflating, ahead) <= ahead + step
     asked = 6 * ahead
     assert len(inflating.available(asked)) >= asked  # a reader past the limit is served
-    assert _settled_fill(inflating) <= asked + step
+    assert _fill_once_past(inflating, asked) <= asked + step
     inflating.release(0, 4 * ahead)
-    assert _settled_fill(inflating) <= asked + step  # 4 * ahead released + ahead: still below asked
+    assert _fill_once_past(inflating, asked) <= asked + step  # 4 * ahead released + ahead: below asked
     inflating.release(4 * ahead, asked)
-    there = _settled_fill(inflating)
+    there = _fill_once_past(inflating, asked + ahead)
     assert asked + ahead <= there <= asked + ahead + step  # on again, as far as allowed
     inflating.release(asked, 16 * ahead)  # past what is there: only what is there goes
     inflating.keep_ahead(None)
