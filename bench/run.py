@@ -68,6 +68,10 @@ class Measured:
     extra: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
 
+    @classmethod
+    def from_dict(cls, saved: dict[str, Any]) -> Measured:
+        return cls(saved["wall_s"], saved["cpu_s"], saved["peak_rss_bytes"], saved["extra"], saved["error"])
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "wall_s": self.wall_s,
@@ -89,6 +93,12 @@ class FileResult:
     bytes: int
     json_bytes: int | None
     probes: dict[str, Measured] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, saved: dict[str, Any]) -> FileResult:
+        probes = {k: Measured.from_dict(v) for k, v in saved["probes"].items()}
+        fields = ("name", "family", "layout", "origin", "bytes", "json_bytes")
+        return cls(*(saved[f] for f in fields), probes=probes)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -307,12 +317,12 @@ def _cell(measured: Measured | None, digits: int = 2) -> str:
     return _num(measured.wall_s, digits)
 
 
-def kineto_table(results: Sequence[FileResult]) -> str:
+def kineto_table(results: Sequence[FileResult], idle_rss: int | None) -> str:
     header = (
         "| file | layout | MB on disk | MB of JSON | rows | import s | CPU s | MB/s | MB/s on 1 core | rows/s "
-        "| peak RSS MiB | RSS ÷ JSON | cached open s | report s | HTA s | HTA peak MiB | × faster than HTA "
-        "| pandas s |\n"
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+        "| peak RSS MiB | RSS ÷ JSON | (RSS − idle) ÷ JSON | cached open s | report s | HTA s | HTA peak MiB "
+        "| × faster than HTA | pandas s |\n"
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
     )
     rows = []
     for r in results:
@@ -323,12 +333,13 @@ def kineto_table(results: Sequence[FileResult]) -> str:
         ratio = hta.wall_s / imp.wall_s if hta and imp and hta.wall_s and imp.wall_s else None
         n_rows = imp.extra.get("rows") if imp else None
         rss = imp.peak_rss_bytes if imp else None
+        over = (rss - idle_rss) / json_bytes if rss and idle_rss else None
         rows.append(
             f"| {r.name} | {r.layout} | {r.bytes / MB:,.0f} | {json_bytes / MB:,.0f} | "
             f"{'–' if n_rows is None else f'{n_rows:,}'} | {_cell(imp)} | {_num(imp.cpu_s if imp else None)} | "
             f"{_num(_speed(json_bytes, imp), 0)} | {_num(_speed(json_bytes, r.probes.get('1 core')), 0)} | "
             f"{_rate(n_rows, imp)} | {_mb(rss)} | "
-            f"{_num(rss / json_bytes if rss else None, 1)} | {_cell(r.probes.get('cached'), 3)} | "
+            f"{_num(rss / json_bytes if rss else None, 1)} | {_num(over, 1)} | {_cell(r.probes.get('cached'), 3)} | "
             f"{_cell(r.probes.get('report'))} | {_cell(hta)} | {_mb(hta.peak_rss_bytes if hta else None)} | "
             f"{_num(ratio, 1)} | {_cell(r.probes.get('pandas'))} |"
         )
@@ -406,11 +417,24 @@ def scaling_table(results: Sequence[FileResult]) -> str:
             lines.append(f"{size / MB:>8,.0f} MB  {wall:>7.2f} s  {wall / (size / 1e9):>6.2f} s/GB  {bar}")
         slope, intercept, r2 = _fit(timed)
         lines.append(f"least squares: {slope * 1e9:.2f} s/GB + {intercept:.2f} s, R² = {r2:.3f}")
+        peaks = sorted(
+            (r.json_bytes or r.bytes, r.probes["import"].peak_rss_bytes)
+            for r in results
+            if r.origin == "synthetic" and r.family == "kineto" and r.layout == layout and "import" in r.probes
+        )
+        measured = [(size, float(peak)) for size, peak in peaks if peak]
+        if len(measured) >= 2:
+            slope, intercept, _ = _fit(measured)
+            lines.append(
+                f"peak RSS: {slope * MB / MIB:.2f} MiB per MB of JSON + {intercept / MIB:,.0f} MiB "
+                "(the line through the peaks: what grows with the trace, and what does not)"
+            )
         lines.append("```\n")
     return "\n".join(lines)
 
 
 def _fit(points: Sequence[tuple[int, float]]) -> tuple[float, float, float]:
+    """Least squares line through ``points``: slope, intercept and R²."""
     xs, ys = [float(x) for x, _ in points], [y for _, y in points]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
@@ -434,7 +458,7 @@ def render_markdown(results: Sequence[FileResult], info: dict[str, Any], preset:
         f"({_mb(idle)} MiB when idle). Wall times are medians of {info['repeat']} run(s), each in a fresh process.\n",
     ]
     for title, table in (
-        ("### Kineto JSON import, next to HTA 0.5.0", kineto_table(results)),
+        ("### Kineto JSON import, next to HTA 0.5.0", kineto_table(results, idle)),
         ("### nsys SQLite import and the full report", nsys_table(results, idle)),
         ("### The columnar cache", cache_table(results)),
         ("### Scaling", scaling_table(results)),
@@ -442,6 +466,17 @@ def render_markdown(results: Sequence[FileResult], info: dict[str, Any], preset:
         if table:
             parts.append(f"{title}\n\n{table}")
     return "\n".join(parts)
+
+
+def render_saved(path: Path, *, write: bool) -> None:
+    """The tables of a results file that ``main`` saved (to change their layout without measuring again)."""
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    results = [FileResult.from_dict(f) for f in saved["files"]]
+    command = saved.get("command", f"python bench/run.py (preset {saved['preset']})")
+    markdown = render_markdown(results, saved["machine"], saved["preset"], command)
+    print(markdown)
+    if write:
+        write_docs(markdown)
 
 
 def write_docs(markdown: str) -> None:
@@ -475,7 +510,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="skip HTA (and pandas) above this JSON size: HTA takes minutes per GB (default: no limit)",
     )
     parser.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
+    parser.add_argument(
+        "--render",
+        type=Path,
+        default=None,
+        metavar="RESULTS_JSON",
+        help="measure nothing: print (and with --write-docs, publish) the tables of a saved results file",
+    )
     args = parser.parse_args(argv)
+    if args.render is not None:
+        render_saved(args.render, write=args.write_docs)
+        return
 
     # Generated in a child: this process stays small, because a child's ru_maxrss starts from the
     # size of the process it was forked from (Linux keeps the high-water mark across exec).
@@ -506,8 +551,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     command = "python bench/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
     custom = any(getattr(args, o) is not None for o in ("kineto_mb", "nsys_rows", "real_mb")) or args.only
     saved = args.data / f"results-{'custom' if custom else args.preset}.json"
+    files = [r.to_dict() for r in results]
     saved.write_text(
-        json.dumps({"machine": info, "preset": args.preset, "files": [r.to_dict() for r in results]}, indent=1) + "\n"
+        json.dumps({"machine": info, "preset": args.preset, "command": command.strip(), "files": files}, indent=1)
+        + "\n"
     )
     markdown = render_markdown(results, info, args.preset, command.strip())
     print(markdown)

@@ -72,3 +72,17 @@ def test_make_big_is_deterministic(tmp_path: Path) -> None:
         )
     for name in ("kineto-pretty-2MB.json", "kineto-compact-2MB.json", "kineto-pretty-2MB.json.gz"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_a_saved_run_renders_again_to_the_same_tables(smoke_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    data, done = smoke_run
+    rendered = subprocess.run(
+        [sys.executable, str(BENCH / "run.py"), "--render", str(data / "results-smoke.json")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=True,
+    )
+    assert "| kineto-compact-2MB.json | compact |" in rendered.stdout
+    assert rendered.stdout in done.stdout  # the same tables as the run printed
