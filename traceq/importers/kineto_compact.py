@@ -209,7 +209,7 @@ def compact(raw: pl.DataFrame) -> pl.DataFrame:
             has_collective=pl.col("args.Collective name").is_not_null(),
             meta_name=pl.col("args.name"),
         )
-        .collect()
+        .collect(engine="in-memory")
     )
 
 
