@@ -26,6 +26,10 @@
  *
  * No Python object is created per event, and the pass runs without the GIL, so that the caller can
  * scan the next block on one thread while it converts the last one on another.
+ *
+ * Beside the pass: encode() dictionary-encodes a text column for polars' Categorical, trim() frees
+ * the buffers kept for the next pass, and move_pages() moves the memory of parsed bytes of an
+ * inflated gzip file to where the inflater writes next (fresh pages cost a fault each).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
