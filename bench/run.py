@@ -401,12 +401,12 @@ def scaling_table(results: Sequence[FileResult]) -> str:
     """Import time against size for each synthetic layout, with a bar per row: linear means flat s/GB."""
     lines = []
     for layout in ("pretty", "compact", "gz"):
-        points = [
-            (r.json_bytes or r.bytes, r.probes["import"].wall_s)
+        imports = [
+            (r.json_bytes or r.bytes, r.probes["import"])
             for r in results
             if r.origin == "synthetic" and r.family == "kineto" and r.layout == layout and "import" in r.probes
         ]
-        timed = sorted((size, wall) for size, wall in points if wall)
+        timed = sorted((size, m.wall_s) for size, m in imports if m.wall_s)
         if len(timed) < 2:
             continue
         longest = max(wall for _, wall in timed)
@@ -417,12 +417,7 @@ def scaling_table(results: Sequence[FileResult]) -> str:
             lines.append(f"{size / MB:>8,.0f} MB  {wall:>7.2f} s  {wall / (size / 1e9):>6.2f} s/GB  {bar}")
         slope, intercept, r2 = _fit(timed)
         lines.append(f"least squares: {slope * 1e9:.2f} s/GB + {intercept:.2f} s, R² = {r2:.3f}")
-        peaks = sorted(
-            (r.json_bytes or r.bytes, r.probes["import"].peak_rss_bytes)
-            for r in results
-            if r.origin == "synthetic" and r.family == "kineto" and r.layout == layout and "import" in r.probes
-        )
-        measured = [(size, float(peak)) for size, peak in peaks if peak]
+        measured = sorted((size, float(m.peak_rss_bytes)) for size, m in imports if m.peak_rss_bytes)
         if len(measured) >= 2:
             slope, intercept, _ = _fit(measured)
             lines.append(

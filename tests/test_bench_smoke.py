@@ -7,6 +7,7 @@ only keeps ``bench/make_big.py``, ``bench/probes.py`` and ``bench/run.py`` from 
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import subprocess
 import sys
@@ -86,3 +87,26 @@ def test_a_saved_run_renders_again_to_the_same_tables(smoke_run: tuple[Path, sub
     )
     assert "| kineto-compact-2MB.json | compact |" in rendered.stdout
     assert rendered.stdout in done.stdout  # the same tables as the run printed
+
+
+def test_the_scaling_lines_recover_the_line_the_measurements_lie_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Imports on an exact line, 4 s/GB + 0.3 s, peaks 1.25 MiB per MB + 150 MiB: the two
+    # least-squares lines printed under Scaling must give those numbers back.
+    monkeypatch.syspath_prepend(str(BENCH))
+    run = importlib.import_module("run")
+    mib = 1 << 20
+    results = [
+        run.FileResult(
+            name=f"kineto-pretty-{mb}MB.json",
+            family="kineto",
+            layout="pretty",
+            origin="synthetic",
+            bytes=mb * 1_000_000,
+            json_bytes=mb * 1_000_000,
+            probes={"import": run.Measured(wall_s=0.3 + 4e-3 * mb, peak_rss_bytes=round((150 + 1.25 * mb) * mib))},
+        )
+        for mb in (100, 400, 1000)
+    ]
+    text = run.scaling_table(results)
+    assert "least squares: 4.00 s/GB + 0.30 s, R² = 1.000" in text
+    assert "peak RSS: 1.25 MiB per MB of JSON + 150 MiB" in text
