@@ -101,14 +101,13 @@ class Inflating:
         self._data: bytearray | mmap.mmap = (
             mmap.mmap(-1, size_hint, flags=_PRIVATE_ANONYMOUS) if size_hint >= MAP_MIN_BYTES else bytearray(size_hint)
         )
-        self._released = False
         self._filled = 0
         self._writing_to = 0
         """End of the range the inflater may be writing now (set before it writes, under the lock)."""
         self._recycled_to = 0
         """End of the pages moved ahead of the inflater (already faulted in)."""
         self._parsed_to = 0
-        """End of the bytes given back by release (the parser is past them)."""
+        """End of the bytes given back by release (the parser is past them); 0 until the first."""
         self._ahead: int | None = None
         self._wanted = 0
         self._rest = b""
@@ -202,7 +201,7 @@ class Inflating:
     @property
     def released(self) -> bool:
         """Whether :meth:`release` gave back any pages (then :meth:`whole` is no longer the file)."""
-        return self._released
+        return self._parsed_to > 0
 
     def release(self, begin: int, end: int) -> None:
         """Give back the memory of inflated bytes ``begin:end`` (page-aligned, already parsed; bytes
@@ -222,7 +221,6 @@ class Inflating:
                 begin += moving
             if end > begin:
                 self._data.madvise(mmap.MADV_DONTNEED, begin, end - begin)
-            self._released = True
             self._parsed_to = max(self._parsed_to, end)
             self._ready.notify_all()
 
