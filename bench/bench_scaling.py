@@ -9,18 +9,19 @@ One job of ``max(--ranks)`` ranks is generated (``traceq.synthetic``; ``--steps`
 format, and kept there for later runs; a row with R ranks uses the first R files.
 
 Each cell is measured in a fresh Python process, so that its peak RSS is its own.  ``--what
-import`` (``traceq.parallel.import_sources``, the columnar cache off, so every run imports afresh):
+import`` (each file imported by :func:`traceq.loading.load_file` on an executor of
+  :mod:`traceq.executors`, the columnar cache off, so every run imports afresh):
 
-- ``jobs=1``: ``import_sources(files, jobs=1)``, in the driver;
+- ``jobs=1``: in the driver (executor ``1``);
 - ``jobs=2``: a spawned two-process pool (its start-up is inside the timed call);
 - ``dask``: a ``LocalCluster`` of 2 single-threaded worker processes, started before the timer.
 
 ``--what report`` (each cell with an empty cache directory of its own, as a first report of a job):
 
-- ``whole``: ``traceq.report(traceq.load(files, jobs=1))``, the whole table in the driver;
-- ``ranks1``: ``traceq.report(files, jobs=1)``, rank by rank in the driver;
-- ``ranks2``: ``traceq.report(files, jobs=2)``, rank by rank on a spawned two-process pool;
-- ``ranksdask``: ``traceq.report(files, client=client)``, rank by rank on a ``LocalCluster`` of 2
+- ``whole``: ``traceq.report(traceq.load(files, executor=1))``, the whole table in the driver;
+- ``ranks1``: ``traceq.report(files, executor=1)``, rank by rank in the driver;
+- ``ranks2``: ``traceq.report(files, executor=2)``, rank by rank on a spawned two-process pool;
+- ``ranksdask``: ``traceq.report(files, executor=client)``, rank by rank on a ``LocalCluster`` of 2
   single-threaded worker processes (started before the timer; the workers share the cell's cache).
 
 Wall time is ``time.perf_counter`` around the call; CPU time is user + system time of the driver
@@ -34,7 +35,6 @@ the driver's resident size just before the call.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import platform
@@ -132,17 +132,17 @@ def generate(work_dir: Path, fmt: str, ranks: int, steps: int, layers: int) -> l
     return files
 
 
-def no_cache() -> dict[str, Any]:
-    from traceq.trace import load
+def import_each(files: list[Path], executor: Any) -> list[Any]:
+    """Each file imported afresh (no cache) by the loader's own task, on ``executor``."""
+    from traceq import loading
+    from traceq.executors import open_executor
 
-    return {"cache": False} if "cache" in inspect.signature(load).parameters else {}
+    with open_executor(executor, files) as tasks:
+        return tasks.map(loading._load_task, [(f, (None, False)) for f in files])
 
 
 def measure(mode: str, files: list[Path]) -> dict[str, Any]:
     """One cell, in this (fresh) process."""
-    from traceq.parallel import import_sources
-
-    options = no_cache()
     load_before = os.getloadavg()[0]
     if mode == "dask":
         import dask
@@ -160,7 +160,7 @@ def measure(mode: str, files: list[Path]) -> dict[str, Any]:
                 idle_workers = max(client.run(peak_mb).values())
                 base = status_mb("VmRSS")
                 t0 = time.perf_counter()
-                traces = import_sources(files, client=client, load_kwargs=options)
+                traces = import_each(files, client)
                 wall = time.perf_counter() - t0
                 worker = max(client.run(peak_mb).values())
         extra = {"cluster_start_s": started, "worker_base_mb": idle_workers}
@@ -169,7 +169,7 @@ def measure(mode: str, files: list[Path]) -> dict[str, Any]:
         cpu0 = cpu_s()
         t0 = time.perf_counter()
         with ChildPeaks() as children:
-            traces = import_sources(files, jobs=1 if mode == "jobs1" else 2, load_kwargs=options)
+            traces = import_each(files, 1 if mode == "jobs1" else 2)
         wall = time.perf_counter() - t0
         worker = children.largest()
         extra = {"cpu_s": cpu_s() - cpu0}
@@ -208,7 +208,7 @@ def measure_report(mode: str, files: list[Path]) -> dict[str, Any]:
                 base = status_mb("VmRSS")
                 cpu0 = cpu_s()
                 t0 = time.perf_counter()
-                report = traceq.report(files, client=client, cache=cache)
+                report = traceq.report(files, executor=client, cache=cache)
                 wall = time.perf_counter() - t0
                 worker = max(client.run(peak_mb).values())
             table_mb = 0.0
@@ -218,12 +218,12 @@ def measure_report(mode: str, files: list[Path]) -> dict[str, Any]:
             t0 = time.perf_counter()
             with ChildPeaks() as children:
                 if mode == "whole":
-                    trace = traceq.load(files, jobs=1, cache=cache)
+                    trace = traceq.load(files, executor=1, cache=cache)
                     report = traceq.report(trace)
                     table_mb = trace.events.estimated_size() / 1e6
                     del trace
                 else:
-                    report = traceq.report(files, jobs=1 if mode == "ranks1" else 2, cache=cache)
+                    report = traceq.report(files, executor=1 if mode == "ranks1" else 2, cache=cache)
                     table_mb = 0.0
             wall = time.perf_counter() - t0
             worker = children.largest()
@@ -264,7 +264,7 @@ def report_table(rows: list[dict[str, Any]]) -> str:
 
 def idle_worker_mb() -> float:
     """Peak RSS of a process that only imported traceq: the floor of every pool worker."""
-    code = "import re, traceq.trace; print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])"
+    code = "import re, traceq.loading; print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     return int(out) / 1024
 

@@ -88,11 +88,11 @@ def probe_store(trace: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 def probe_cached(trace: Path, args: argparse.Namespace) -> dict[str, Any]:
     import traceq
-    import traceq.trace
+    import traceq.loading
     from traceq.cache import Cache
 
     imported: list[Path] = []
-    namespace = vars(traceq.trace)
+    namespace = vars(traceq.loading)
     real = namespace["read_file"]
 
     def counting(path: Path, fmt: Any = None) -> Any:

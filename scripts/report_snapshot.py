@@ -10,9 +10,10 @@ What it reports (each through the ``traceq`` command line, in a fresh process, w
 
 * every file in ``sample_traces/`` (the shipped samples) and in ``../shared/sample_traces/``
   (where that folder exists), one report per file;
-* every multi-rank directory (the shipped ``sample_traces/ranks/`` and the real ones with several
-  traces in one folder), each with ``--jobs 1``, ``--jobs 2`` and on a Dask ``LocalCluster``
-  (``--scheduler``; skipped, saying so, where Dask is not installed).
+* every folder that holds several traces (the shipped ``sample_traces/ranks/``, the real rank pairs,
+  and folders of unrelated traces, whose refusal or report must not change either), each with
+  ``--jobs 1``, ``--jobs 2`` and on a Dask ``LocalCluster`` (``--scheduler``; skipped, saying so,
+  where Dask is not installed).  A failing case's exit status and error line are compared too.
 
 Paths are given relative to the repository root, as a user would type them, so the reports of two
 checkouts that stand side by side in one folder (and so see the same ``../shared``) compare byte for
@@ -77,7 +78,13 @@ def write(out: Path, *, html: bool) -> int:
                 command += ["-o", str(out / f"{name}.html")] if html else ["--no-html"]
                 env = {**os.environ, "TRACEQ_CACHE_DIR": cache, "NO_COLOR": "1"}
                 done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+            for produced in (out / f"{name}.json", out / f"{name}.html"):
+                if produced.exists():  # on Dask, sources are named by absolute path: drop the checkout's
+                    produced.write_text(_portable(produced.read_text()))
             (out / f"{name}.stdout").write_text(done.stdout + done.stderr)
+            # What is compared of a failing case: its exit status and its error line.
+            error = _portable(done.stderr).strip().splitlines()[-1:] if done.returncode else []
+            (out / f"{name}.exit").write_text("\n".join([str(done.returncode), *error]) + "\n")
             status = "ok" if done.returncode == 0 else f"exit {done.returncode}"
             failed += done.returncode != 0
             print(f"{status:8} {name}")
@@ -85,6 +92,11 @@ def write(out: Path, *, html: bool) -> int:
         if cluster is not None:
             cluster.close()
     return failed
+
+
+def _portable(text: str) -> str:
+    """``text`` with the checkout's absolute path written ``<checkout>``, so that two checkouts compare."""
+    return text.replace(str(ROOT), "<checkout>")
 
 
 def _local_cluster():  # type: ignore[no-untyped-def]
@@ -104,7 +116,7 @@ def compare(before: Path, after: Path) -> int:
     """Print the comparison; the number of reports that differ (JSON bytes, or folded HTML)."""
     differ = 0
     names = sorted({p.name for p in before.iterdir()} | {p.name for p in after.iterdir()})
-    counts = {"json": 0, "html": 0}
+    counts = {"json": 0, "html": 0, "exit": 0}
     for name in names:
         kind = name.rsplit(".", 1)[-1]
         if kind not in counts:
@@ -116,14 +128,16 @@ def compare(before: Path, after: Path) -> int:
             continue
         counts[kind] += 1
         same = a.read_bytes() == b.read_bytes()
-        if not same and kind == "html":
-            if _folded(a.read_text()) == _folded(b.read_text()):
-                print(f"ws-only  {name}")
-                continue
+        if not same and kind == "html" and _folded(a.read_text()) == _folded(b.read_text()):
+            print(f"ws-only  {name}")
+            continue
         if not same:
             print(f"DIFFERS  {name}")
             differ += 1
-    print(f"{counts['json']} JSON and {counts['html']} HTML reports compared; {differ} differ")
+    print(
+        f"{counts['json']} JSON and {counts['html']} HTML reports and {counts['exit']} exit statuses compared; "
+        f"{differ} differ"
+    )
     return differ
 
 

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 import traceq
 from traceq import cache as cache_module
+from traceq import loading as loading_module
 from traceq import schema
-from traceq import trace as trace_module
 from traceq.cache import CACHE_DIR_ENV, ENTRY_METADATA_KEY, Cache, CacheWarning, default_cache_dir
 from traceq.cli import cli
 from traceq.trace import Trace
@@ -67,13 +67,13 @@ def source(tmp_path: Path) -> Path:
 def imports(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The sources that were really imported (not served from the cache), in order."""
     seen: list[Path] = []
-    real = trace_module.read_file
+    real = loading_module.read_file
 
     def counting(path: Path, fmt: Any = None) -> Any:
         seen.append(path)
         return real(path, fmt)
 
-    monkeypatch.setattr(trace_module, "read_file", counting)
+    monkeypatch.setattr(loading_module, "read_file", counting)
     return seen
 
 

@@ -3,9 +3,9 @@
 ```python
 import traceq
 t = traceq.load("step.sqlite")     # .nsys-rep, .json(.gz), a directory, several files, .parquet
-a = traceq.analyze(t)              # step breakdown, gaps and their causes, top kernels
+a = traceq.analyze(t)              # step breakdown, every gap and its cause, top kernels
 r = traceq.report(t)               # what `traceq report` renders (r.to_dict() is the JSON)
-r = traceq.report("job/")          # the same for a job's ranks, built rank by rank
+r = traceq.report("job/", executor=4)   # a job's ranks, file by file on 4 processes
 ```
 """
 
@@ -16,19 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from traceq import schema
-from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS, Analysis
+from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS, Analysis, Options
 from traceq.analyses import analyze as _analyze
-from traceq.analyses.collectives import analyze_job
-from traceq.analyses.findings import find_findings
+from traceq.analyses.job import analyze_job
 from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
 from traceq.analyses.model import JobAnalysis, Mfu
 from traceq.cache import Cache
 from traceq.errors import InvalidArgumentError
+from traceq.executors import ExecutorSpec
 from traceq.importers import Format
-from traceq.report.by_rank import report_by_rank
+from traceq.loading import load
+from traceq.pipeline import report_parts, report_paths
 from traceq.report.model import Report
-from traceq.report.timeline import timeline_excerpt
-from traceq.trace import Trace, TraceMeta, expand_paths, load
+from traceq.trace import Trace, TraceMeta
 
 __all__ = [
     "Analysis",
@@ -70,7 +70,7 @@ def analyze(
     Definitions: ``docs/analyses.md``.  ``max_gaps`` bounds ``Analysis.gaps`` (longest first;
     ``Analysis.gap_table`` keeps every gap); ``top_kernels`` bounds ``Analysis.kernels``.
     """
-    return _analyze(trace.events, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=top_kernels)
+    return _analyze(trace.events, Options(step_pattern, max_gaps, top_kernels))
 
 
 def job(trace: Trace, analysis: Analysis) -> JobAnalysis | None:
@@ -106,52 +106,26 @@ def report(
     peak_tflops: float | None = None,
     fmt: Format | None = None,
     cache: Cache | bool = True,
-    jobs: int | None = None,
-    client: Any = None,
-    scheduler: str | None = None,
+    executor: ExecutorSpec = None,
 ) -> Report:
-    """The report object every renderer draws: the analysis, the findings, MFU when ``model`` is
+    """The report every renderer draws: the step breakdown, the findings, MFU when ``model`` is
     given, a timeline excerpt, and the cross-rank job analysis with two or more devices;
     ``.to_dict()`` is the JSON report.
 
     ``trace`` is a loaded :class:`Trace`, or what :func:`load` takes: a file, a directory, several
-    files.  Several files (a job's ranks) are reported **rank by rank**
-    (:mod:`traceq.report.by_rank`): each file is loaded and summarised by a worker, and no process
-    holds more than one rank's table; the report is the same as that of the loaded trace.  ``fmt``,
-    ``cache``, ``jobs``, ``client`` and ``scheduler`` are :func:`load`'s, for paths only.
+    files.  Several files (a job's ranks) are reported **file by file** (:mod:`traceq.pipeline`):
+    each file is read and summarised by a worker on ``executor`` (as :func:`load`'s), and no process
+    holds more than one file's events; the report is the same as that of the loaded job.  ``fmt``,
+    ``cache`` and ``executor`` say how to read files, so they are for paths only.
     """
+    options = Options(step_pattern, max_gaps, top_kernels)
     if not isinstance(trace, Trace):
-        files = expand_paths(trace)
-        if len(files) < 2 or len({f.resolve() for f in files}) < len(files):  # one rank, or a file given twice
-            trace = load(files, fmt=fmt, cache=cache, jobs=jobs, client=client, scheduler=scheduler)
-        else:
-            return report_by_rank(
-                files,
-                fmt=fmt,
-                cache=cache,
-                jobs=jobs,
-                client=client,
-                scheduler=scheduler,
-                step_pattern=step_pattern,
-                max_gaps=max_gaps,
-                top_kernels=top_kernels,
-                model=model,
-                gpus=gpus,
-                peak_tflops=peak_tflops,
-            )
-    elif fmt is not None or cache is not True or jobs is not None or client is not None or scheduler is not None:
-        raise InvalidArgumentError(
-            "fmt, cache, jobs, client and scheduler say how to load files; this trace is loaded already",
-            hint="pass the paths instead of the Trace, or load them with traceq.load(..., jobs=...)",
+        return report_paths(
+            trace, options, model=model, gpus=gpus, peak_tflops=peak_tflops, fmt=fmt, cache=cache, executor=executor
         )
-    analysis = analyze(trace, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=top_kernels)
-    utilisation = None if model is None else mfu(trace, analysis, model, gpus=gpus, peak_tflops=peak_tflops)
-    whole_job = job(trace, analysis)
-    return Report.build(
-        trace,
-        analysis,
-        findings=find_findings(trace.events, analysis, mfu=utilisation, job=whole_job),
-        mfu=utilisation,
-        timeline=timeline_excerpt(trace.events, analysis),
-        job=whole_job,
-    )
+    if fmt is not None or cache is not True or executor is not None:
+        raise InvalidArgumentError(
+            "fmt, cache and executor say how to read files; this trace is loaded already",
+            hint="pass the paths instead of the Trace, or load them with traceq.load(..., executor=...)",
+        )
+    return report_parts([trace], options, model, gpus, peak_tflops)

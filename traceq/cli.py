@@ -21,6 +21,7 @@ from traceq import api, schema
 from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS
 from traceq.cache import CACHE_DIR_ENV, Cache, CacheWarning
 from traceq.errors import InvalidArgumentError, OutputExistsError, TraceqError
+from traceq.executors import ExecutorSpec
 from traceq.importers import FORMATS
 from traceq.progress import import_progress
 from traceq.report.info_text import render_info
@@ -335,8 +336,7 @@ def report(
             peak_tflops=peak_tflops,
             fmt=input_format,
             cache=_cache(cache_dir, no_cache),
-            jobs=meta.get("traceq.jobs"),
-            scheduler=meta.get("traceq.scheduler"),
+            executor=_executor(meta),
         )
     click.echo(render_text(result), nl=False)
     for path in outputs:
@@ -355,13 +355,19 @@ def _write(path: Path, text: str) -> None:
 
 def _load(paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool) -> api.Trace:
     with _loading(paths) as meta:
-        return api.load(
-            list(paths),
-            fmt=input_format,
-            cache=_cache(cache_dir, no_cache),
-            jobs=meta.get("traceq.jobs"),
-            scheduler=meta.get("traceq.scheduler"),
+        return api.load(list(paths), fmt=input_format, cache=_cache(cache_dir, no_cache), executor=_executor(meta))
+
+
+def _executor(meta: dict[str, Any]) -> ExecutorSpec:
+    """Where ``--jobs`` and ``--scheduler`` say the work runs (one of them at most)."""
+    jobs, scheduler = meta.get("traceq.jobs"), meta.get("traceq.scheduler")
+    if jobs is not None and scheduler is not None:
+        raise InvalidArgumentError(
+            "jobs sets the size of the local process pool; on a Dask cluster its workers decide",
+            hint="drop --jobs or --scheduler",
         )
+    spec: ExecutorSpec = scheduler if scheduler is not None else jobs
+    return spec
 
 
 def _cache(cache_dir: Path | None, no_cache: bool) -> Cache | bool:
@@ -373,7 +379,7 @@ def _cache(cache_dir: Path | None, no_cache: bool) -> Cache | bool:
 @contextmanager
 def _loading(paths: tuple[Path, ...]) -> Iterator[dict[str, Any]]:
     """Around loading ``paths``: the progress line, and cache warnings as one line each on stderr.
-    Yields the context's loading options (``traceq.jobs``, ``traceq.scheduler``)."""
+    Yields the context's loading options (``traceq.jobs``, ``traceq.scheduler``; see :func:`_executor`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheWarning)
         with import_progress(list(paths)):

@@ -1,22 +1,16 @@
-"""The :class:`Trace`: one event table (of one file or a whole job), its statistics and metadata.
+"""The :class:`Trace`: one event table (of one file or a whole job), its statistics and metadata, and its codecs.
 
-:func:`load` turns paths (files, directories, several files, a traceq Parquet file) into a
-``Trace``.  Several sources are concatenated in rank order; every row keeps its ``source`` and
-``rank``.  A Kineto file's rank comes from its ``distributedInfo``; otherwise from a rank number
-in the file name (``rank3``, ``rank-3``, ``rank_3``), otherwise from the file's position, with a
-warning.  Two files that claim one rank are an error naming both.
-
-Each source file's imported table goes through the columnar cache (:mod:`traceq.cache`) unless
-``load`` is told otherwise; a cache entry is a traceq Parquet file, encoded and decoded here by the
-same functions as :meth:`Trace.to_parquet` and :func:`read_parquet`.
+A ``Trace`` is written as a traceq Parquet file (:meth:`Trace.to_parquet`; the columnar cache's
+entries are the same bytes, :meth:`Trace.to_arrow`) and read back by :func:`read_parquet` /
+:func:`decode_table`, unchanged; :meth:`Trace.to_sqlite` writes it for ``sqlite3`` and Datasette.
+Turning paths into a ``Trace`` is :mod:`traceq.loading`'s job.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +19,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from traceq import schema
-from traceq.cache import Cache, CachedTable
-from traceq.errors import DuplicateRankError, InputNotFoundError, TraceqError, UnsupportedFormatError
-from traceq.importers import Format, ImportResult, detect_format, read_file
+from traceq.errors import UnsupportedFormatError
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.stats import ImportStats
 
 PARQUET_METADATA_KEY = b"traceq"
 """Key of the Parquet key-value metadata that holds sources and import statistics."""
-
-TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".nsys-rep", ".qdrep", ".parquet")
-"""File names a directory scan picks up (case-insensitive)."""
 
 _SQLITE_TYPES: dict[pl.DataType, type] = {
     pl.String(): str,
@@ -43,8 +32,6 @@ _SQLITE_TYPES: dict[pl.DataType, type] = {
     pl.Int32(): int,
     pl.Boolean(): bool,
 }
-
-_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -163,118 +150,6 @@ class Trace:
         return out
 
 
-def load(
-    paths: str | Path | Sequence[str | Path],
-    *,
-    fmt: Format | None = None,
-    cache: Cache | bool = True,
-    jobs: int | None = None,
-    client: Any = None,
-    scheduler: str | None = None,
-) -> Trace:
-    """Import a trace file, a directory of traces, several files, or a traceq Parquet file.
-
-    ``fmt`` forces the format of every file instead of sniffing it.  ``cache``: ``True`` uses the
-    columnar cache in ``$TRACEQ_CACHE_DIR`` or the user cache directory (see
-    :func:`traceq.cache.default_cache_dir`), a :class:`~traceq.cache.Cache` uses that one, and
-    ``False`` imports every source afresh and stores nothing.  Several files import in parallel
-    (:mod:`traceq.parallel`): ``jobs`` processes (``None``: one per core; ``1``: in this
-    process), or on a Dask cluster (a ``distributed.Client`` as ``client``, or its address as
-    ``scheduler``).  The result is the same either way.
-    """
-    files = expand_paths(paths)
-    if len(files) == 1 and client is None and scheduler is None:
-        store = Cache.default() if cache is True else cache if isinstance(cache, Cache) else None
-        return _read_one(files[0], fmt, store)  # must stay direct: each parallel task calls load([file])
-    from traceq.parallel import import_sources  # lazy: traceq.parallel imports this module
-
-    parts = import_sources(files, fmt=fmt, jobs=jobs, client=client, scheduler=scheduler, load_kwargs={"cache": cache})
-    if len(parts) == 1:
-        return parts[0]
-    return _combine(parts)
-
-
-def expand_paths(paths: str | Path | Sequence[str | Path]) -> list[Path]:
-    """The trace files named by ``paths``: files as given, directories by :func:`iter_trace_files`.
-
-    Raises ``InputNotFoundError`` for no input, a missing path or a directory without traces.
-    """
-    items = [paths] if isinstance(paths, str | Path) else list(paths)
-    if not items:
-        raise InputNotFoundError("no input given", hint="pass a trace file or a directory of traces")
-    files: list[Path] = []
-    for item in items:
-        path = Path(item)
-        if path.is_dir():
-            found = list(iter_trace_files(path))
-            if not found:
-                raise InputNotFoundError(
-                    "directory holds no trace files",
-                    path=path,
-                    hint=f"expected files ending in {', '.join(TRACE_SUFFIXES)}",
-                )
-            files.extend(found)
-        elif not path.exists():
-            raise InputNotFoundError("no such file or directory", path=path, hint="check the path")
-        else:
-            files.append(path)
-    return files
-
-
-def _is_trace_name(name: str) -> bool:
-    lower = name.lower()
-    return lower.endswith(TRACE_SUFFIXES)
-
-
-def _read_one(path: Path, fmt: Format | None, cache: Cache | None) -> Trace:
-    fmt = fmt or detect_format(path)
-    if fmt == "parquet":
-        return read_parquet(path)
-    if cache is None or (key := cache.key(path, fmt)) is None:
-        return _from_result(read_file(path, fmt))
-    hit = cache.get(key)
-    cached = None if hit is None else _from_cached(hit, path)
-    if cached is not None:
-        return cached
-    trace = _from_result(read_file(path, fmt))
-    cache.put(key, trace.to_arrow())
-    return trace
-
-
-def _from_result(result: ImportResult) -> Trace:
-    events = schema.validate(schema.to_polars(result.events))
-    return Trace(events=events, import_stats=result.stats, meta=TraceMeta((result.meta,)))
-
-
-def _from_cached(hit: CachedTable, path: Path) -> Trace | None:
-    """The trace in a cache entry, labelled with ``path`` as given now; ``None`` if it does not decode."""
-    try:
-        trace = _decode(hit.events, hit.metadata, path)
-    except (TraceqError, ValueError, KeyError, TypeError, pl.exceptions.PolarsError, pl.exceptions.PanicException):
-        return None  # a damaged entry is only a miss
-    if len(trace.meta.sources) != 1:
-        return None
-    return _relabelled(trace, trace.meta.sources[0].path, str(path))
-
-
-def _relabelled(trace: Trace, old: str, new: str) -> Trace | None:
-    """``trace`` with the source path ``old`` (as given when the entry was made) renamed ``new``.
-
-    ``None`` when the rows do not all name ``old`` (then the entry is not used).
-    """
-    if old == new:
-        return trace
-    events = trace.events
-    if events.height:
-        labels = events.get_column("source").unique()
-        if labels.len() != 1 or labels[0] != old:
-            return None
-        events = events.with_columns(pl.lit(new, dtype=pl.Categorical).alias("source"))
-    stats = ImportStats(tuple(replace(c, source=new) if c.source == old else c for c in trace.import_stats.counts))
-    sources = tuple(replace(s, path=new) if s.path == old else s for s in trace.meta.sources)
-    return Trace(events=events, import_stats=stats, meta=TraceMeta(sources))
-
-
 def read_parquet(path: Path) -> Trace:
     """Load a Parquet file written by :meth:`Trace.to_parquet`, unchanged."""
     try:
@@ -284,10 +159,10 @@ def read_parquet(path: Path) -> Trace:
         raise UnsupportedFormatError(
             f"Parquet file cannot be read ({exc})", path=path, hint="write it again with traceq convert"
         ) from exc
-    return _decode(events, {k.decode(): v.decode() for k, v in metadata.items()}, path)
+    return decode_table(events, {k.decode(): v.decode() for k, v in metadata.items()}, path)
 
 
-def _decode(events: pl.DataFrame, metadata: Mapping[str, str], path: Path) -> Trace:
+def decode_table(events: pl.DataFrame, metadata: Mapping[str, str], path: Path) -> Trace:
     """A trace from a traceq Parquet table and its key-value metadata (the format of :meth:`Trace.to_arrow`)."""
     raw = metadata.get(PARQUET_METADATA_KEY.decode())
     if raw is None:
@@ -307,62 +182,3 @@ def _decode(events: pl.DataFrame, metadata: Mapping[str, str], path: Path) -> Tr
     events = schema.validate(events)
     sources = tuple(SourceMeta.from_dict(s) for s in payload["sources"])
     return Trace(events=events, import_stats=ImportStats.from_list(payload["import_stats"]), meta=TraceMeta(sources))
-
-
-def _combine(parts: list[Trace]) -> Trace:
-    """Concatenate per-file traces, assigning ranks to single-rank files that do not state one."""
-    assigned = [assign_rank(part, position) for position, part in enumerate(parts)]
-    assigned = [assigned[i] for i in job_order([t.meta.sources for t in assigned])]
-    events = pl.concat([t.events for t in assigned], how="vertical")
-    stats = ImportStats.of(c for t in assigned for c in t.import_stats.counts)
-    sources = tuple(s for t in assigned for s in t.meta.sources)
-    return Trace(events=events, import_stats=stats, meta=TraceMeta(sources))
-
-
-def job_order(sources: Sequence[Sequence[SourceMeta]]) -> list[int]:
-    """The order in which the parts of a job (one file each, its sources' metadata given, ranks
-    already assigned) are concatenated: by their lowest rank, files without a rank last, ties in
-    input order.  Raises ``DuplicateRankError`` naming the first two files, in input order, that
-    claim one rank."""
-    claimed: dict[int, str] = {}
-    for part in sources:
-        for src in part:
-            if src.rank is None:
-                continue
-            if src.rank in claimed and claimed[src.rank] != src.path:
-                raise DuplicateRankError(
-                    f"rank {src.rank} is claimed by both {claimed[src.rank]} and {src.path}",
-                    hint="pass the files of one job only, once each",
-                )
-            claimed[src.rank] = src.path
-    lowest = [min((s.rank for s in part if s.rank is not None), default=1 << 31) for part in sources]
-    return sorted(range(len(sources)), key=lambda i: lowest[i])
-
-
-def assign_rank(part: Trace, position: int) -> Trace:
-    """Give a single-source trace without a rank one from its file name, else its ``position``
-    among the job's files (with a warning in its metadata); other traces are returned as they are."""
-    if len(part.meta.sources) != 1 or part.meta.sources[0].rank is not None:
-        return part
-    src = part.meta.sources[0]
-    pids = part.events.filter(pl.col("pid").is_not_null() & pl.col("tid").is_not_null())["pid"].unique()
-    if pids.len() > 1 and src.format.startswith("nsys"):
-        return part  # a multi-process nsys export: ranks are per process, not per file
-    match = _RANK_IN_NAME.search(Path(src.path).name)
-    if match:
-        rank = int(match.group(1))
-        src = replace(src, rank=rank)
-    else:
-        rank = position
-        src = replace(
-            src,
-            rank=rank,
-            warnings=(*src.warnings, f"no rank in the trace or its file name; assumed rank {rank} from its position"),
-        )
-    events = part.events.with_columns(pl.lit(rank, dtype=pl.Int32).alias("rank"))
-    return Trace(events=events, import_stats=part.import_stats, meta=TraceMeta((src,)))
-
-
-def iter_trace_files(directory: Path) -> Iterable[Path]:
-    """Trace files directly inside ``directory``, sorted by name."""
-    return sorted(p for p in directory.iterdir() if p.is_file() and _is_trace_name(p.name))

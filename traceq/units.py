@@ -4,8 +4,8 @@ Every renderer (terminal, HTML, JSON texts) and every finding text formats throu
 duration or a device reads the same wherever it appears.  It depends on nothing else in traceq.
 
 * Durations: :func:`format_ns` (three significant digits: ``850 ns``, ``12.3 µs``, ``4.56 ms``,
-  ``1.23 s``), or with fixed decimals per unit (``decimals=(µs, ms, s)``) where a text must keep
-  the precision it was written with (finding evidence, the job's note).
+  ``1.23 s``), or with fixed decimals per unit (``decimals=(µs, ms, s)``) where a text keeps the
+  precision it was written with: finding texts (:func:`evidence_ns`) and the job's note.
 * Shares: :func:`format_share` for a fraction (``0.341`` → ``34.1%``), :func:`pct` for a part of a
   whole (``-`` for an empty whole).
 * Names: :func:`shorten` cuts any text to a width with ``…``; :func:`short_kernel_name` also drops
@@ -45,6 +45,11 @@ def format_ns(ns: float, *, decimals: tuple[int, int, int] | None = None) -> str
                 digits = decimals[2 - index]
             return f"{scaled:.{digits}f} {unit}"
     return f"{value:.0f} ns"
+
+
+def evidence_ns(ns: float) -> str:
+    """A duration as finding texts write it: :func:`format_ns` with :data:`EVIDENCE_DECIMALS`."""
+    return format_ns(ns, decimals=EVIDENCE_DECIMALS)
 
 
 def format_share(share: float) -> str:
@@ -117,4 +122,4 @@ def step_position(step_name: str | None, offset_ns: int | None) -> str:
     windows``."""
     if step_name is None or offset_ns is None:
         return "outside the step windows"
-    return f"{step_name} +{format_ns(offset_ns, decimals=EVIDENCE_DECIMALS)}"
+    return f"{step_name} +{evidence_ns(offset_ns)}"

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceq.analyses import CAUSES, analyze
+from traceq.analyses import CAUSES, Options, analyze
 from traceq.analyses.model import Analysis
 
 from ..builders import PID, TID, Row, api, kernel, launch, memcpy, nccl, step, table
@@ -221,9 +221,9 @@ def test_the_step_pattern_is_configurable_and_checked() -> None:
 
     rows = [step(0, 50, name="train_batch 1"), kernel(0, 40)]
     assert analyze(table(*rows)).devices[0].window == "activity"
-    assert analyze(table(*rows), step_pattern=r"^train_batch \d+$").devices[0].window == "steps"
+    assert analyze(table(*rows), Options(step_pattern=r"^train_batch \d+$")).devices[0].window == "steps"
     with pytest.raises(InvalidArgumentError, match="not a valid regular expression"):
-        analyze(table(*rows), step_pattern="(")
+        analyze(table(*rows), Options(step_pattern="("))
 
 
 def test_steps_apply_to_every_device_of_their_process() -> None:
@@ -234,7 +234,7 @@ def test_steps_apply_to_every_device_of_their_process() -> None:
 
 def test_top_kernels_rank_by_total_time() -> None:
     rows = [kernel(0, 10, "a"), kernel(10, 20, "a"), kernel(20, 50, "b"), kernel(60, 61, "c")]
-    stats = analyze(table(*rows), top_kernels=2).kernels
+    stats = analyze(table(*rows), Options(top_kernels=2)).kernels
     assert [(k.name, k.count, k.total_ns, k.mean_ns, k.max_ns) for k in stats] == [
         ("b", 1, 30, 30, 30),
         ("a", 2, 20, 10, 10),

@@ -26,7 +26,8 @@ SCHEMA = __import__("json").loads((REPO / "schemas" / "report.schema.json").read
 @pytest.mark.real
 @pytest.mark.parametrize("relative", TRACES or ["(none)"])
 def test_report_runs_and_its_numbers_add_up(shared_traces: Path, relative: str) -> None:
-    report = traceq.report(traceq.load(shared_traces / relative))
+    trace = traceq.load(shared_traces / relative)
+    report = traceq.report(trace)
     jsonschema.validate(report.to_dict(), SCHEMA)
     for d in report.devices:
         assert d.dur_ns == d.compute_ns + d.exposed_comm_ns + d.idle_ns
@@ -34,7 +35,8 @@ def test_report_runs_and_its_numbers_add_up(shared_traces: Path, relative: str) 
         assert sum(d.idle_by_cause_ns.values()) <= d.idle_ns
     for s in report.steps:
         assert s.dur_ns == s.compute_ns + s.exposed_comm_ns + s.idle_ns
-    gaps = report.analysis.gap_table
+    gaps = traceq.analyze(trace).gap_table
+    assert gaps.height == report.gap_count
     assert (gaps["end_ns"] > gaps["start_ns"]).all()
     for finding in report.findings:
         assert finding.evidence, finding.id

@@ -295,7 +295,7 @@ def test_fast_and_lenient_paths_agree_on_real_traces(shared: Path, relative: str
 @pytest.mark.parametrize("relative", REAL)
 def test_the_report_is_the_same_whichever_parser_read_the_file(shared: Path, relative: str) -> None:
     import traceq
-    from traceq.trace import _from_result
+    from traceq.loading import _from_result
 
     def report_json(parser: str) -> dict[str, Any]:
         trace = _from_result(read_kineto(shared / relative, parser=parser))  # type: ignore[arg-type]

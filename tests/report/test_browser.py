@@ -18,9 +18,9 @@ from typing import Any, Final
 import pytest
 
 import traceq
+from traceq.analyses.timeline import timeline_excerpt
 from traceq.report.html import render_html
 from traceq.report.model import Report
-from traceq.report.timeline import timeline_excerpt
 
 from ..conftest import REPO
 from .test_html import FILE_NAME, HOSTILE, hostile_report
@@ -115,7 +115,7 @@ def check_charts(seen: Visit, expected: set[str]) -> None:
 def report_of(path: Path) -> Report:
     trace = traceq.load(path)
     report = traceq.report(trace)
-    return dataclasses.replace(report, timeline=timeline_excerpt(trace.events, report.analysis))
+    return dataclasses.replace(report, timeline=timeline_excerpt(trace.events, traceq.analyze(trace)))
 
 
 def test_the_sample_report_renders_offline(browser: Any, samples: Path, tmp_path: Path) -> None:

@@ -14,13 +14,13 @@ import plotly.offline
 import pytest
 
 import traceq
-from traceq.analyses import analyze
+from traceq.analyses import Options, analyze
 from traceq.analyses.model import Evidence, Finding, Mfu, MfuStep
+from traceq.analyses.timeline import timeline_excerpt
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.report.html import cdn_url, render_html, script_json
 from traceq.report.html_charts import plot_text
 from traceq.report.model import Report
-from traceq.report.timeline import timeline_excerpt
 from traceq.stats import CategoryCount, ImportStats
 from traceq.trace import Trace, TraceMeta
 
@@ -99,9 +99,9 @@ def hostile_findings() -> tuple[Finding, ...]:
 
 def hostile_report() -> Report:
     trace = hostile_trace()
-    analysis = analyze(trace.events, step_pattern=STEP_PATTERN)
+    analysis = analyze(trace.events, Options(step_pattern=STEP_PATTERN))
     return dataclasses.replace(
-        Report.build(trace, analysis),
+        traceq.report(trace, step_pattern=STEP_PATTERN),
         findings=hostile_findings(),
         timeline=timeline_excerpt(trace.events, analysis),
     )
@@ -112,7 +112,7 @@ def sample_report(path: Path, **kw: Any) -> Report:
     depend on how the API wires it)."""
     trace = traceq.load(path)
     report = traceq.report(trace, **kw)
-    return dataclasses.replace(report, timeline=timeline_excerpt(trace.events, report.analysis))
+    return dataclasses.replace(report, timeline=timeline_excerpt(trace.events, traceq.analyze(trace)))
 
 
 class Tags(HTMLParser):
@@ -238,7 +238,7 @@ def test_a_clean_report_says_no_findings(nsys_page: str) -> None:
 def test_timeline_notes_downsampling(samples: Path) -> None:
     trace = traceq.load(samples / "training_step.nsys.sqlite")
     report = traceq.report(trace)
-    excerpt = timeline_excerpt(trace.events, report.analysis, max_bars=50)
+    excerpt = timeline_excerpt(trace.events, traceq.analyze(trace), max_bars=50)
     assert excerpt is not None
     page = render_html(dataclasses.replace(report, timeline=excerpt), cdn=True)
     assert f"Downsampled: the 50 longest of {excerpt.bars_total:,} activities" in page
@@ -272,7 +272,7 @@ def test_a_trace_without_gpu_activity_still_renders() -> None:
         import_stats=ImportStats.of([CategoryCount("cpu.json", "cuda_runtime", 1, 1)]),
         meta=TraceMeta((SourceMeta(path="cpu.json", format="kineto-json"),)),
     )
-    report = Report.build(trace, analyze(trace.events))
+    report = traceq.report(trace)
     page = render_html(report, cdn=True)
     assert "nothing to break down" in page and figures(page)["figures"] == {}
 

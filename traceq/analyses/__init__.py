@@ -1,8 +1,13 @@
-"""Analyses: pure functions from the event table to result dataclasses (they never draw)."""
+"""Analyses: pure functions from the event table to result dataclasses (they never draw).
 
-from traceq.analyses.breakdown import DEFAULT_MAX_GAPS, DEFAULT_TOP_KERNELS, analyze, kernel_stats
+``analyze(events, Options(...))`` is the step breakdown of one event table; the report pipeline
+(:mod:`traceq.pipeline`) composes it with the findings, the job analysis and the timeline excerpt
+part by part (:mod:`traceq.analyses.parts`).
+"""
+
+from traceq.analyses.breakdown import analyze, kernel_totals, top_kernels
 from traceq.analyses.model import CAUSES, Analysis
-from traceq.analyses.steps import DEFAULT_STEP_PATTERN
+from traceq.analyses.options import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS, Options
 
 __all__ = [
     "CAUSES",
@@ -10,6 +15,8 @@ __all__ = [
     "DEFAULT_STEP_PATTERN",
     "DEFAULT_TOP_KERNELS",
     "Analysis",
+    "Options",
     "analyze",
-    "kernel_stats",
+    "kernel_totals",
+    "top_kernels",
 ]

@@ -32,22 +32,16 @@ from traceq.analyses.model import (
     StepBreakdown,
     zero_by_cause,
 )
-from traceq.analyses.steps import DEFAULT_STEP_PATTERN, devices, gpu_rows, step_windows, with_dev
-
-DEFAULT_MAX_GAPS = 100
-DEFAULT_TOP_KERNELS = 20
+from traceq.analyses.options import Options
+from traceq.analyses.steps import devices, gpu_rows, step_windows, with_dev
 
 
-def analyze(
-    events: pl.DataFrame,
-    *,
-    step_pattern: str = DEFAULT_STEP_PATTERN,
-    max_gaps: int = DEFAULT_MAX_GAPS,
-    top_kernels: int = DEFAULT_TOP_KERNELS,
-) -> Analysis:
-    """Break every device's time down by step, attribute its idle gaps, rank its kernels."""
+def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
+    """Break every device's time down by step, attribute its idle gaps, rank its kernels
+    (``options``: the step pattern and how many gaps and kernels to list; default :class:`Options`)."""
+    options = options or Options()
     device_table = devices(events)
-    windows = step_windows(events, device_table, step_pattern)
+    windows = step_windows(events, device_table, options.step_pattern)
     activity = _activity(events, device_table)
     gap_rows = attribute_gaps(find_gaps(activity), activity, events)
     step_rows, gap_in_steps = _measure_windows(activity, windows, gap_rows, device_table.height)
@@ -58,13 +52,16 @@ def analyze(
         .drop("dev")
         .select("rank", "device", "pid", "source", *[c for c in gap_rows.columns if c not in ("dev",)])
     )
+    totals = kernel_totals(events)
     return Analysis(
-        step_pattern=step_pattern,
+        step_pattern=options.step_pattern,
         devices=_device_results(device_table, step_rows, gap_rows),
         steps=_step_results(step_rows, device_table),
-        gaps=_top_gaps(gap_table, max_gaps),
-        kernels=kernel_stats(events, top_kernels),
+        gaps=longest_gaps(gap_table, options.max_gaps),
+        kernels=top_kernels(totals, options.top_kernels),
         gap_table=gap_table,
+        kernel_totals=totals,
+        windows=windows,
     )
 
 
@@ -211,8 +208,16 @@ def _call_ref(row: dict[str, Any], prefix: str) -> CallRef | None:
     )
 
 
-def _top_gaps(gap_table: pl.DataFrame, limit: int) -> tuple[Gap, ...]:
-    top = gap_table.sort(["dur_ns", "rank", "device", "start_ns"], descending=[True, False, False, False]).head(limit)
+def longest_gap_rows(gap_table: pl.DataFrame, limit: int) -> pl.DataFrame:
+    """The ``limit`` longest rows of a gap table (:attr:`Analysis.gap_table`'s columns), ordered by
+    duration (longest first), then rank (nulls first), device and start."""
+    return gap_table.sort(["dur_ns", "rank", "device", "start_ns"], descending=[True, False, False, False]).head(limit)
+
+
+def longest_gaps(gap_table: pl.DataFrame, limit: int) -> tuple[Gap, ...]:
+    """:func:`longest_gap_rows` as :class:`Gap` objects (of one table, or of the rows a job's parts
+    hand in, each part its own longest)."""
+    top = longest_gap_rows(gap_table, limit)
     out = []
     for row in top.iter_rows(named=True):
         launch = _call_ref(row, "launch")
@@ -242,22 +247,31 @@ def _top_gaps(gap_table: pl.DataFrame, limit: int) -> tuple[Gap, ...]:
     return tuple(out)
 
 
-def kernel_stats(events: pl.DataFrame, limit: int) -> tuple[KernelStat, ...]:
-    """The ``limit`` kernel names with the most total GPU time (ties: by name)."""
+def kernel_totals(events: pl.DataFrame) -> pl.DataFrame:
+    """Per kernel name: how often it ran, its total and its longest duration.
+
+    Columns: name (String), count (UInt32), total_ns, max_ns; one row per distinct name, in no
+    particular order (:func:`top_kernels` orders them).
+    """
     dur = pl.col("end_ns") - pl.col("start_ns")
-    per_name = (
+    return (
         events.lazy()
         .filter(pl.col("kind") == "kernel")
         .group_by("name")  # by the Categorical: names become strings only per distinct name
         .agg(pl.len().alias("count"), dur.sum().alias("total_ns"), dur.max().alias("max_ns"))
+        .with_columns(pl.col("name").cast(pl.String))
         .collect()
     )
-    total = int(per_name.get_column("total_ns").sum() or 0)
-    stats = (
-        per_name.with_columns(pl.col("name").cast(pl.String))
-        .sort(["total_ns", "name"], descending=[True, False])
-        .head(limit)
-    )
+
+
+def top_kernels(totals: pl.DataFrame, limit: int) -> tuple[KernelStat, ...]:
+    """The ``limit`` kernel names with the most total GPU time (ties: by name), from the rows of
+    :func:`kernel_totals` of one event table or of several (a job's parts): rows of one name are
+    summed first, and each share is of the summed time of every name."""
+    if totals.height != totals.get_column("name").n_unique():
+        totals = totals.group_by("name").agg(pl.col("count").sum(), pl.col("total_ns").sum(), pl.col("max_ns").max())
+    grand = int(totals.get_column("total_ns").sum() or 0)
+    ranked = totals.sort(["total_ns", "name"], descending=[True, False]).head(limit)
     return tuple(
         KernelStat(
             name=row["name"],
@@ -265,7 +279,7 @@ def kernel_stats(events: pl.DataFrame, limit: int) -> tuple[KernelStat, ...]:
             total_ns=int(row["total_ns"]),
             mean_ns=int(row["total_ns"]) // int(row["count"]),
             max_ns=int(row["max_ns"]),
-            share=(int(row["total_ns"]) / total) if total else 0.0,
+            share=(int(row["total_ns"]) / grand) if grand else 0.0,
         )
-        for row in stats.iter_rows(named=True)
+        for row in ranked.iter_rows(named=True)
     )

@@ -1,60 +1,84 @@
 """Findings: diagnoses of a trace, each with its cost, evidence and the fix to try.
 
-:func:`find_findings` runs every rule in :data:`RULES` over the event table and its
-:class:`~traceq.analyses.model.Analysis` and returns the :class:`~traceq.analyses.model.Finding`
-objects that fire, most severe first.  The rules live in :mod:`.findings_rules` (launch_bound,
-host_sync, input_stall, exposed_comm), :mod:`.findings_straggler` and :mod:`.findings_kernels`
-(memory_bound_kernels, small_kernels); what they share (thresholds, context, formatting) in
-:mod:`.findings_base`.  Every rule fires when its cost reaches 5% of step time on some device
-(:data:`~traceq.analyses.findings_base.FIRE_SHARE`), so always at 10% and never below 2%.
+The rules live in :mod:`.findings_rules` (launch_bound, host_sync, input_stall, exposed_comm),
+:mod:`.findings_kernels` (memory_bound_kernels, small_kernels) and :mod:`.findings_straggler`;
+what they share (thresholds, context, the two kinds of rule) in :mod:`.findings_base`.
+:data:`RANKED_RULES` rank the devices by a cost and fire on the worst when it reaches 5% of its
+step time (:data:`~traceq.analyses.findings_base.FIRE_SHARE`), so always at 10% and never below
+2%; :data:`JOB_RULES` read the whole job.  :func:`find_findings` runs them all over one event
+table; the report pipeline runs the same rules part by part (:mod:`traceq.analyses.parts`).
 Definitions, thresholds and fixes: ``docs/findings.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Final
 
 import polars as pl
 
-from traceq.analyses.findings_base import FIRE_SHARE, SEVERITY_BANDS, FindingContext, build_context
+from traceq.analyses.findings_base import (
+    FIRE_SHARE,
+    SEVERITY_BANDS,
+    JobRule,
+    RankedRule,
+    build_context,
+    ranking,
+    worst_of,
+)
 from traceq.analyses.findings_kernels import (
     MEMORY_BOUND_ALLOWANCE,
     SHORT_KERNEL_NS,
+    memory_bound_excess_ns,
     memory_bound_kernels,
+    small_kernel_ns,
     small_kernels,
 )
-from traceq.analyses.findings_rules import exposed_comm, host_sync, input_stall, launch_bound
+from traceq.analyses.findings_rules import (
+    exposed_comm,
+    exposed_comm_ns,
+    host_sync,
+    input_idle_ns,
+    input_stall,
+    launch_bound,
+    launch_idle_ns,
+    sync_idle_ns,
+)
 from traceq.analyses.findings_straggler import straggler
+from traceq.analyses.job import analyze_job
 from traceq.analyses.model import SEVERITIES, Analysis, Finding, JobAnalysis, Mfu
 
-Rule = Callable[[FindingContext], Finding | None]
-
-RULES: Final[tuple[tuple[str, Rule], ...]] = (
-    ("launch_bound", launch_bound),
-    ("host_sync", host_sync),
-    ("input_stall", input_stall),
-    ("exposed_comm", exposed_comm),
-    ("straggler", straggler),
-    ("memory_bound_kernels", memory_bound_kernels),
-    ("small_kernels", small_kernels),
+RANKED_RULES: Final = (
+    RankedRule("launch_bound", launch_idle_ns, launch_bound),
+    RankedRule("host_sync", sync_idle_ns, host_sync),
+    RankedRule("input_stall", input_idle_ns, input_stall),
+    RankedRule("exposed_comm", exposed_comm_ns, exposed_comm),
+    RankedRule("memory_bound_kernels", memory_bound_excess_ns, memory_bound_kernels),
+    RankedRule("small_kernels", small_kernel_ns, small_kernels),
 )
-"""Every rule, by the stable id of the finding it makes."""
+"""The rules that rank devices by a cost and fire on the worst."""
 
-FINDING_IDS: Final = tuple(rule_id for rule_id, _ in RULES)
+JOB_RULES: Final = (JobRule("straggler", straggler),)
+"""The rules that read the whole job (the cross-rank analysis)."""
 
-JOB_RULES: Final = ("straggler",)
-"""Rules that read the whole job (``FindingContext.job``) instead of ranking devices by a cost with
-``FindingContext.ranked``; every other rule ranks the devices once and fires on the worst, which
-lets a report built rank by rank (:mod:`traceq.analyses.by_rank`) merge their rankings."""
+FINDING_IDS: Final = (
+    "launch_bound",
+    "host_sync",
+    "input_stall",
+    "exposed_comm",
+    "straggler",
+    "memory_bound_kernels",
+    "small_kernels",
+)
+"""Every finding id (of :data:`RANKED_RULES` and :data:`JOB_RULES`), in the order the docs list them."""
 
 __all__ = [
     "FINDING_IDS",
     "FIRE_SHARE",
     "JOB_RULES",
     "MEMORY_BOUND_ALLOWANCE",
-    "RULES",
+    "RANKED_RULES",
     "SEVERITY_BANDS",
     "SHORT_KERNEL_NS",
     "find_findings",
@@ -69,13 +93,21 @@ def find_findings(
 
     Sorted by severity (high, medium, low), then share (descending), then id.  ``mfu`` is
     accepted for rules that weigh utilisation; none of the current rules needs it.  ``job`` is
-    the cross-rank analysis (clock-aligned collectives) the straggler rule reads; without it the
-    rule computes its own from ``events``.
+    the cross-rank analysis (clock-aligned collectives) the job rules read; without it, and with
+    two or more devices, it is computed from ``events`` (clocks then aligned without the sources'
+    anchors).
     """
     if not analysis.devices:
         return ()
     ctx = build_context(events, analysis, mfu, job)
-    return rank_findings(rule(ctx) for _, rule in RULES)
+    found: list[Finding | None] = []
+    for rule in RANKED_RULES:
+        worst = worst_of(ranking(ctx, rule.cost_ns))
+        found.append(None if worst is None else rule.explain(ctx, worst))
+    if job is None:
+        job = analyze_job(events, analysis)
+    found.extend(rule.find(ctx.devices, job) for rule in JOB_RULES)
+    return rank_findings(found)
 
 
 def rank_findings(findings: Iterable[Finding | None]) -> tuple[Finding, ...]:
@@ -93,7 +125,8 @@ def _point_exposed_comm_at_straggler(found: dict[str, Finding]) -> None:
     comm, slow = found.get("exposed_comm"), found.get("straggler")
     if comm is None or slow is None or slow.metrics["wait_share"] < 0.5 * comm.share:
         return
-    who = slow.title.split(" is a straggler")[0]
+    rank = int(slow.metrics["slow_rank"])  # -1: the trace names no rank
+    who = f"Rank {rank}" if rank >= 0 else f"GPU {int(slow.metrics['slow_device'])}"
     found["exposed_comm"] = replace(
         comm,
         fix=f"Most of this is waiting for a straggler ({who}; see the straggler finding): fix that first. " + comm.fix,

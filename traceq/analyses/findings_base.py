@@ -1,13 +1,17 @@
-"""What every findings rule shares: the thresholds, the per-device context, and formatting.
+"""What every findings rule shares: the thresholds, the per-device context, and the two kinds of rule.
 
-A rule is a function ``(FindingContext) -> Finding | None``.  The context holds, once for all
-rules, the event table joined to devices: per device its step windows and breakdown totals
-(``DeviceTotals``), its kernels with their class (:mod:`traceq.analyses.kernel_classes`) and its
-gaps (``Analysis.gap_table``).  Every rule measures
-a *cost* in ns per device, divides it by the device's step time (the sum of its step windows),
-and fires on the worst device when that share reaches :data:`FIRE_SHARE`
-(:func:`worst_device`, whose :meth:`WorstDevice.finding` adds the other devices over the
-threshold to the evidence).  ``docs/findings.md`` documents each rule.
+The context (:class:`FindingContext`) holds, once for all rules, the event table joined to devices:
+per device its step windows and breakdown totals (:class:`DeviceTotals`), its kernels with their
+class (:mod:`traceq.analyses.kernel_classes`) and its gaps (``Analysis.gap_table``).
+
+Most rules are a :class:`RankedRule`: a *cost* in ns per device, divided by the device's step time
+(the sum of its step windows), ranks the devices (:func:`ranking`); the rule fires on the worst
+device when that share reaches :data:`FIRE_SHARE` (:func:`worst_of`), and its ``explain`` writes the
+finding for that device (:meth:`WorstDevice.finding` adds the other devices over the threshold to
+the evidence).  Ranking and explaining are apart so that a job read part by part
+(:mod:`traceq.analyses.parts`) ranks every device of every part and explains on the part that holds
+the worst one.  A :class:`JobRule` reads the whole job instead (the cross-rank analysis).
+``docs/findings.md`` documents each rule.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from traceq import intervals as iv
 from traceq.analyses.kernel_classes import kernel_class_expr
 from traceq.analyses.model import Analysis, Evidence, Finding, JobAnalysis, Mfu
 from traceq.analyses.steps import devices as device_table
-from traceq.analyses.steps import gpu_rows_of, step_windows, with_dev
+from traceq.analyses.steps import gpu_rows_of, with_dev
+from traceq.units import capitalised, device_label, format_share
 
 FIRE_SHARE: Final = 0.05
 """A rule fires when its cost reaches 5% of step time on some device: so it always fires at 10%
@@ -62,14 +67,12 @@ class DeviceTotals:
     @property
     def title_label(self) -> str:
         """:attr:`label` for the start of a sentence: ``Rank 0, GPU 0``."""
-        return self.label[:1].upper() + self.label[1:]
+        return capitalised(self.label)
 
     @property
     def label(self) -> str:
         """``rank 0, GPU 0``; ``GPU 0, pid 4321`` when the trace names no rank."""
-        if self.rank is not None:
-            return f"rank {self.rank}, GPU {self.device}"
-        return f"GPU {self.device}" if self.pid is None else f"GPU {self.device}, pid {self.pid}"
+        return device_label(self.rank, self.device, pid=self.pid)
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ class FindingContext:
       within each device; cast names to strings after aggregating, not before);
     * ``gaps``: ``Analysis.gap_table`` with its dev.
 
-    ``job`` is the cross-rank analysis (:func:`traceq.analyses.collectives.analyze_job`, whose
+    ``job`` is the cross-rank analysis (:func:`traceq.analyses.job.analyze_job`, whose
     ``ranks`` are indexed by the same ``dev``) when the caller computed it; rules that need it and
     find None compute it from ``events`` (clocks then aligned without the sources' anchors).
     """
@@ -120,18 +123,13 @@ class FindingContext:
             self._window_iv[dev] = iv.Intervals.from_frame(self.windows.filter(pl.col("dev") == dev))
         return self._window_iv[dev]
 
-    def ranked(self, cost_ns: Callable[[DeviceTotals], int | float]) -> list[tuple[float, DeviceTotals]]:
-        """``(cost / step time, device)`` for every device with step time, worst first."""
-        shares = [(cost_ns(d) / d.dur_ns, d) for d in self.devices if d.dur_ns > 0]
-        return sorted(shares, key=lambda sd: (-sd[0], sd[1].dev))
-
 
 def build_context(
     events: pl.DataFrame, analysis: Analysis, mfu: Mfu | None = None, job: JobAnalysis | None = None
 ) -> FindingContext:
     """Join the event table to the analysis' devices once, for all rules."""
     table = device_table(events)
-    windows = step_windows(events, table, analysis.step_pattern).select("dev", "step", "name", "start_ns", "end_ns")
+    windows = analysis.windows.select("dev", "step", "name", "start_ns", "end_ns")
     key = ["source", "pid", "device"]
     counts = windows.group_by("dev").agg(pl.len().alias("windows"))
     totals = {(d.source, d.pid, d.device): d for d in analysis.devices}
@@ -231,55 +229,6 @@ def with_step(frame: pl.DataFrame, windows: pl.DataFrame, at: str = "start_ns") 
     ).drop("_order", "_at", "_wstart", "_wend", "_wname")
 
 
-def fmt_ns(ns: float) -> str:
-    """A duration for people: ``850 ns``, ``38.2 µs``, ``4.21 ms``, ``1.23 s``."""
-    value = float(ns)
-    if abs(value) < 1e3:
-        return f"{value:.0f} ns"
-    if abs(value) < 1e6:
-        return f"{value / 1e3:.1f} µs"
-    if abs(value) < 1e9:
-        return f"{value / 1e6:.2f} ms"
-    return f"{value / 1e9:.2f} s"
-
-
-def fmt_share(share: float) -> str:
-    """A share as a percentage with one decimal: ``34.1%``."""
-    return f"{share:.1%}"
-
-
-def fmt_bytes(n: float) -> str:
-    """``16.0 MiB``, ``512 KiB``, ``64 B``."""
-    value = float(n)
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B"
-
-
-def short_name(name: str, limit: int = 80) -> str:
-    """A kernel name for one line of text: no ``void``, no anonymous namespaces, no argument list,
-    at most ``limit`` characters."""
-    text = name.removeprefix("void ").replace("(anonymous namespace)::", "").replace("<unnamed>::", "").strip()
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth = max(0, depth - 1)
-        elif ch == "(" and depth == 0 and i > 0:
-            text = text[:i]
-            break
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def where(step_name: str | None, offset_ns: int | None) -> str:
-    """``ProfilerStep#3 +1.20 ms`` (or ``outside steps``) for evidence lines."""
-    if step_name is None or offset_ns is None:
-        return "outside the step windows"
-    return f"{step_name} +{fmt_ns(offset_ns)}"
-
-
 @dataclass(frozen=True)
 class WorstDevice:
     """The device a rule fires on: the one with the largest cost share, and every device ranked."""
@@ -287,8 +236,8 @@ class WorstDevice:
     share: float
     """The cost's share of ``device``'s step time: the finding's trigger."""
     device: DeviceTotals
-    ranked: tuple[tuple[float, DeviceTotals], ...]
-    """``(share, device)`` for every device with step time, worst first (:meth:`FindingContext.ranked`)."""
+    ranked: Ranking
+    """``(share, device)`` for every device with step time, worst first (:func:`ranking`)."""
 
     def finding(
         self,
@@ -313,14 +262,45 @@ class WorstDevice:
         )
 
 
-def worst_device(ctx: FindingContext, cost_ns: Callable[[DeviceTotals], int | float]) -> WorstDevice | None:
-    """The device whose ``cost_ns`` takes the largest share of its step time, when that share
-    reaches :data:`FIRE_SHARE`; None when the rule does not fire."""
-    ranked = ctx.ranked(cost_ns)
+Ranking = tuple[tuple[float, DeviceTotals], ...]
+"""``(cost / step time, device)`` for every device with step time, worst first, ties by ``dev``."""
+
+CostNs = Callable[[FindingContext, DeviceTotals], int | float]
+"""A rule's cost on one device, in ns."""
+
+
+def ranking(ctx: FindingContext, cost_ns: CostNs) -> Ranking:
+    """``(cost / step time, device)`` for every device of ``ctx`` with step time, worst first, ties by ``dev``."""
+    shares = [(cost_ns(ctx, d) / d.dur_ns, d) for d in ctx.devices if d.dur_ns > 0]
+    return tuple(sorted(shares, key=lambda sd: (-sd[0], sd[1].dev)))
+
+
+def worst_of(ranked: Ranking) -> WorstDevice | None:
+    """The device a rule fires on: the first of ``ranked`` when its share reaches :data:`FIRE_SHARE`;
+    None when the rule does not fire."""
     if not ranked or ranked[0][0] < FIRE_SHARE:
         return None
     share, d = ranked[0]
-    return WorstDevice(share=share, device=d, ranked=tuple(ranked))
+    return WorstDevice(share=share, device=d, ranked=ranked)
+
+
+@dataclass(frozen=True)
+class RankedRule:
+    r"""A rule that ranks the devices by ``cost_ns`` and, when the worst reaches :data:`FIRE_SHARE`,
+    ``explain``\ s it: the finding on that device (``ctx`` is the context of the part holding it)."""
+
+    id: str
+    cost_ns: CostNs
+    explain: Callable[[FindingContext, WorstDevice], Finding]
+
+
+@dataclass(frozen=True)
+class JobRule:
+    """A rule that reads the whole job: the devices' totals and the cross-rank analysis (None with
+    fewer than two devices)."""
+
+    id: str
+    find: Callable[[Sequence[DeviceTotals], JobAnalysis | None], Finding | None]
 
 
 def other_devices(
@@ -333,7 +313,7 @@ def other_devices(
             break
         out.append(
             Evidence(
-                text=f"Also {d.label}: {what} {fmt_share(share)} of step time",
+                text=f"Also {d.label}: {what} {format_share(share)} of step time",
                 rank=d.rank,
                 device=d.device,
             )

@@ -25,16 +25,10 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq.analyses.findings_base import (
-    DeviceTotals,
-    FindingContext,
-    fmt_ns,
-    fmt_share,
-    short_name,
-    worst_device,
-)
+from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice
 from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES
 from traceq.analyses.model import Evidence, Finding
+from traceq.units import evidence_ns, format_share, short_kernel_name
 
 MEMORY_BOUND_ALLOWANCE: Final = 0.5
 """Memory-bound kernel time counted as normal, per unit of math-kernel time: a fused transformer
@@ -82,14 +76,15 @@ def memory_bound_split(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, 
     return memory, math, max(0, round(memory - MEMORY_BOUND_ALLOWANCE * math))
 
 
-def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
+def memory_bound_excess_ns(ctx: FindingContext, d: DeviceTotals) -> int:
+    """The cost :func:`memory_bound_kernels` ranks devices by: memory-bound time beyond the allowance."""
+    return memory_bound_split(ctx, d)[2]
+
+
+def memory_bound_kernels(ctx: FindingContext, worst: WorstDevice) -> Finding:
     """Memory-bound kernels take more step time than the math they surround justifies."""
-    split = {d.dev: memory_bound_split(ctx, d) for d in ctx.devices}
-    worst = worst_device(ctx, lambda d: split[d.dev][2])
-    if worst is None:
-        return None
     share, d = worst.share, worst.device
-    memory_ns, math_ns, excess_ns = split[d.dev]
+    memory_ns, math_ns, excess_ns = memory_bound_split(ctx, d)
     kernels = _device_kernels(
         ctx, d, "name", "kernel_class", "start_ns", "end_ns", "dur_ns", "in_steps_ns", steps_only=True
     )
@@ -98,9 +93,11 @@ def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
     evidence = [
         Evidence(
             text=(
-                f"Memory-bound kernels run {fmt_ns(memory_ns / steps)} per step ({memory_ns / kernel_ns:.0%} of kernel "
-                f"time), math kernels (gemm, conv, attention) {fmt_ns(math_ns / steps)}: "
-                f"{fmt_ns(excess_ns / steps)} per step beyond the allowance of {MEMORY_BOUND_ALLOWANCE:g} x math time"
+                f"Memory-bound kernels run {evidence_ns(memory_ns / steps)} per step ({memory_ns / kernel_ns:.0%} of "
+                "kernel "
+                f"time), math kernels (gemm, conv, attention) {evidence_ns(math_ns / steps)}: "
+                f"{evidence_ns(excess_ns / steps)} per step beyond the allowance of {MEMORY_BOUND_ALLOWANCE:g} x "
+                "math time"
             ),
             rank=d.rank,
             device=d.device,
@@ -116,7 +113,8 @@ def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
     )
     evidence.append(
         Evidence(
-            text="By class, per step: " + ", ".join(f"{cls} {fmt_ns(ns / steps)}" for cls, ns in by_class.iter_rows()),
+            text="By class, per step: "
+            + ", ".join(f"{cls} {evidence_ns(ns / steps)}" for cls, ns in by_class.iter_rows()),
             rank=d.rank,
             device=d.device,
         )
@@ -132,8 +130,8 @@ def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
         evidence.append(
             Evidence(
                 text=(
-                    f"{short_name(name)} ({cls}): {n / steps:.1f} per step, median {fmt_ns(dur)}, "
-                    f"{fmt_ns(ns / steps)} per step"
+                    f"{short_kernel_name(name)} ({cls}): {n / steps:.1f} per step, median {evidence_ns(dur)}, "
+                    f"{evidence_ns(ns / steps)} per step"
                 ),
                 rank=d.rank,
                 device=d.device,
@@ -144,8 +142,8 @@ def memory_bound_kernels(ctx: FindingContext) -> Finding | None:
     return worst.finding(
         "memory_bound_kernels",
         title=(
-            f"Memory-bound kernels (elementwise, norm, softmax, ...) take {fmt_share(memory_ns / d.dur_ns)} of step "
-            f"time, {fmt_share(share)} beyond {MEMORY_BOUND_ALLOWANCE:g}x the matmul time ({d.label})"
+            f"Memory-bound kernels (elementwise, norm, softmax, ...) take {format_share(memory_ns / d.dur_ns)} of step "
+            f"time, {format_share(share)} beyond {MEMORY_BOUND_ALLOWANCE:g}x the matmul time ({d.label})"
         ),
         metrics={
             "memory_bound_ns": memory_ns,
@@ -189,14 +187,15 @@ def small_kernel_cost(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, i
     )
 
 
-def small_kernels(ctx: FindingContext) -> Finding | None:
+def small_kernel_ns(ctx: FindingContext, d: DeviceTotals) -> int:
+    """The cost :func:`small_kernels` ranks devices by: short kernels and their launch gaps together."""
+    return small_kernel_cost(ctx, d)[2]
+
+
+def small_kernels(ctx: FindingContext, worst: WorstDevice) -> Finding:
     """Short kernels and the launch gaps before them take a large share of step time."""
-    cost = {d.dev: small_kernel_cost(ctx, d) for d in ctx.devices}
-    worst = worst_device(ctx, lambda d: cost[d.dev][2])
-    if worst is None:
-        return None
     share, d = worst.share, worst.device
-    short_ns, gap_ns, cost_ns = cost[d.dev]
+    short_ns, gap_ns, cost_ns = small_kernel_cost(ctx, d)
     kernels = _device_kernels(ctx, d, "name", "dur_ns", steps_only=True)
     durations = kernels.get_column("dur_ns").to_numpy()
     is_short = durations < SHORT_KERNEL_NS
@@ -207,7 +206,8 @@ def small_kernels(ctx: FindingContext) -> Finding | None:
         Evidence(
             text=(
                 f"{kernels.height / steps:.0f} kernels per step, {short_share:.0%} of them under "
-                f"{fmt_ns(SHORT_KERNEL_NS)}; durations p10 {fmt_ns(p10)}, median {fmt_ns(p50)}, p90 {fmt_ns(p90)}"
+                f"{evidence_ns(SHORT_KERNEL_NS)}; durations p10 {evidence_ns(p10)}, median {evidence_ns(p50)}, p90 "
+                f"{evidence_ns(p90)}"
             ),
             rank=d.rank,
             device=d.device,
@@ -215,8 +215,9 @@ def small_kernels(ctx: FindingContext) -> Finding | None:
         ),
         Evidence(
             text=(
-                f"Per step: {fmt_ns(short_ns / steps)} running short kernels and {fmt_ns(gap_ns / steps)} idle in the "
-                f"launch gaps (under {fmt_ns(SHORT_GAP_NS)}) before them"
+                f"Per step: {evidence_ns(short_ns / steps)} running short kernels and {evidence_ns(gap_ns / steps)} "
+                "idle in the "
+                f"launch gaps (under {evidence_ns(SHORT_GAP_NS)}) before them"
             ),
             rank=d.rank,
             device=d.device,
@@ -234,7 +235,7 @@ def small_kernels(ctx: FindingContext) -> Finding | None:
     for name, n, dur, ns in frequent.iter_rows():
         evidence.append(
             Evidence(
-                text=f"{short_name(name)}: {n / steps:.1f} per step, median {fmt_ns(dur)}",
+                text=f"{short_kernel_name(name)}: {n / steps:.1f} per step, median {evidence_ns(dur)}",
                 rank=d.rank,
                 device=d.device,
                 name=name,
@@ -244,7 +245,8 @@ def small_kernels(ctx: FindingContext) -> Finding | None:
     return worst.finding(
         "small_kernels",
         title=(
-            f"Kernels under {fmt_ns(SHORT_KERNEL_NS)} and the launch gaps before them take {fmt_share(share)} of "
+            f"Kernels under {evidence_ns(SHORT_KERNEL_NS)} and the launch gaps before them take "
+            f"{format_share(share)} of "
             f"step time; {short_share:.0%} of kernels are that short ({d.label})"
         ),
         metrics={

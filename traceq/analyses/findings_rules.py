@@ -16,20 +16,10 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq import schema
-from traceq.analyses.findings_base import (
-    DeviceTotals,
-    FindingContext,
-    fmt_bytes,
-    fmt_ns,
-    fmt_share,
-    median_int,
-    short_name,
-    where,
-    with_step,
-    worst_device,
-)
+from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice, median_int, with_step
 from traceq.analyses.gaps import sync_calls
 from traceq.analyses.model import Evidence, Finding
+from traceq.units import evidence_ns, format_bytes, format_share, short_kernel_name, step_position
 
 LAUNCH_FIX = (
     "The CPU issues kernels more slowly than the GPU runs them: give each kernel more work (a larger batch per "
@@ -55,11 +45,28 @@ MAX_GROUPS = 3
 """Kernels, calls or collectives listed per finding."""
 
 
-def launch_bound(ctx: FindingContext) -> Finding | None:
+def launch_idle_ns(ctx: FindingContext, d: DeviceTotals) -> int:
+    """The cost :func:`launch_bound` ranks devices by: idle time in ``launch`` gaps."""
+    return d.idle_by_cause_ns["launch"]
+
+
+def sync_idle_ns(ctx: FindingContext, d: DeviceTotals) -> int:
+    """The cost :func:`host_sync` ranks devices by: idle time in ``sync`` gaps."""
+    return d.idle_by_cause_ns["sync"]
+
+
+def input_idle_ns(ctx: FindingContext, d: DeviceTotals) -> int:
+    """The cost :func:`input_stall` ranks devices by: idle time in ``input`` gaps."""
+    return d.idle_by_cause_ns["input"]
+
+
+def exposed_comm_ns(ctx: FindingContext, d: DeviceTotals) -> int:
+    """The cost :func:`exposed_comm` ranks devices by: communication with no compute beside it."""
+    return d.exposed_comm_ns
+
+
+def launch_bound(ctx: FindingContext, worst: WorstDevice) -> Finding:
     """Idle time in ``launch`` gaps: the CPU was late with the next kernel."""
-    worst = worst_device(ctx, lambda d: d.idle_by_cause_ns["launch"])
-    if worst is None:
-        return None
     share, d = worst.share, worst.device
     gaps = ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col("cause") == "launch") & (pl.col("in_steps_ns") > 0))
     gaps = gaps.with_columns((pl.col("next_end_ns") - pl.col("next_start_ns")).alias("next_dur_ns"))
@@ -72,8 +79,9 @@ def launch_bound(ctx: FindingContext) -> Finding | None:
     evidence = [
         Evidence(
             text=(
-                f"Kernels behind the launch gaps run a median t_k = {fmt_ns(t_k)}; thread {tid} issues a launch every "
-                f"t_cpu = {fmt_ns(t_cpu)} (median): the GPU can be busy at most t_k / max(t_k, t_cpu) = {busy:.0%}"
+                f"Kernels behind the launch gaps run a median t_k = {evidence_ns(t_k)}; thread {tid} issues a launch "
+                "every "
+                f"t_cpu = {evidence_ns(t_cpu)} (median): the GPU can be busy at most t_k / max(t_k, t_cpu) = {busy:.0%}"
             ),
             rank=d.rank,
             device=d.device,
@@ -91,8 +99,8 @@ def launch_bound(ctx: FindingContext) -> Finding | None:
         evidence.append(
             Evidence(
                 text=(
-                    f"{n} launch gaps ({n / max(d.windows, 1):.1f} per step, {fmt_ns(total)} idle) before "
-                    f"{short_name(name)} (median {fmt_ns(dur)})"
+                    f"{n} launch gaps ({n / max(d.windows, 1):.1f} per step, {evidence_ns(total)} idle) before "
+                    f"{short_kernel_name(name)} (median {evidence_ns(dur)})"
                 ),
                 rank=d.rank,
                 device=d.device,
@@ -103,7 +111,7 @@ def launch_bound(ctx: FindingContext) -> Finding | None:
     evidence.append(_longest_gap(ctx, gaps, d))
     return worst.finding(
         "launch_bound",
-        title=f"GPU idle {fmt_share(share)} of step time waiting for kernel launches ({d.label})",
+        title=f"GPU idle {format_share(share)} of step time waiting for kernel launches ({d.label})",
         metrics={
             "launch_idle_ns": idle_ns,
             "step_ns": d.dur_ns,
@@ -148,8 +156,9 @@ def _longest_gap(ctx: FindingContext, gaps: pl.DataFrame, d: DeviceTotals) -> Ev
     )
     return Evidence(
         text=(
-            f"Longest: {fmt_ns(row['dur_ns'])} idle at {where(row['step_name'], row['step_offset_ns'])}, until "
-            f"{short_name(row['next_name'])} launched by {row['launch_name']}"
+            f"Longest: {evidence_ns(row['dur_ns'])} idle at "
+            f"{step_position(row['step_name'], row['step_offset_ns'])}, until "
+            f"{short_kernel_name(row['next_name'])} launched by {row['launch_name']}"
         ),
         rank=d.rank,
         device=d.device,
@@ -160,11 +169,8 @@ def _longest_gap(ctx: FindingContext, gaps: pl.DataFrame, d: DeviceTotals) -> Ev
     )
 
 
-def host_sync(ctx: FindingContext) -> Finding | None:
+def host_sync(ctx: FindingContext, worst: WorstDevice) -> Finding:
     """Idle time in ``sync`` gaps: the CPU blocked on the GPU, then had to refill its queue."""
-    worst = worst_device(ctx, lambda d: d.idle_by_cause_ns["sync"])
-    if worst is None:
-        return None
     share, d = worst.share, worst.device
     gaps = ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col("cause") == "sync") & (pl.col("in_steps_ns") > 0))
     steps = max(d.windows, 1)
@@ -183,7 +189,7 @@ def host_sync(ctx: FindingContext) -> Finding | None:
             Evidence(
                 text=(
                     f"{name} on thread {tid}: {n} times ({n / steps:.1f} per step) the GPU idled after it returned, "
-                    f"{fmt_ns(total)} in all ({calls / steps:.1f} such calls per step on that thread)"
+                    f"{evidence_ns(total)} in all ({calls / steps:.1f} such calls per step on that thread)"
                 ),
                 rank=d.rank,
                 device=d.device,
@@ -196,10 +202,11 @@ def host_sync(ctx: FindingContext) -> Finding | None:
         evidence.append(
             Evidence(
                 text=(
-                    f"{where(row['step_name'], row['step_offset_ns'])}: {row['sync_name']} returned "
-                    f"{fmt_ns(row['sync_end_ns'] - row['start_ns'])} into a {fmt_ns(row['dur_ns'])} gap; the next "
-                    f"work ({short_name(row['next_name'])}) was queued by {row['launch_name']} "
-                    f"{fmt_ns(row['launch_start_ns'] - row['sync_end_ns'])} later"
+                    f"{step_position(row['step_name'], row['step_offset_ns'])}: {row['sync_name']} returned "
+                    f"{evidence_ns(row['sync_end_ns'] - row['start_ns'])} into a {evidence_ns(row['dur_ns'])} gap; "
+                    "the next "
+                    f"work ({short_kernel_name(row['next_name'])}) was queued by {row['launch_name']} "
+                    f"{evidence_ns(row['launch_start_ns'] - row['sync_end_ns'])} later"
                 ),
                 rank=d.rank,
                 device=d.device,
@@ -211,7 +218,7 @@ def host_sync(ctx: FindingContext) -> Finding | None:
         )
     return worst.finding(
         "host_sync",
-        title=f"GPU idle {fmt_share(share)} of step time after host-device syncs ({d.label})",
+        title=f"GPU idle {format_share(share)} of step time after host-device syncs ({d.label})",
         metrics={
             "sync_idle_ns": d.idle_by_cause_ns["sync"],
             "step_ns": d.dur_ns,
@@ -226,11 +233,8 @@ def host_sync(ctx: FindingContext) -> Finding | None:
     )
 
 
-def input_stall(ctx: FindingContext) -> Finding | None:
+def input_stall(ctx: FindingContext, worst: WorstDevice) -> Finding:
     """Idle time in ``input`` gaps: the GPU waited for a host-to-device copy of the batch."""
-    worst = worst_device(ctx, lambda d: d.idle_by_cause_ns["input"])
-    if worst is None:
-        return None
     share, d = worst.share, worst.device
     gaps = ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col("cause") == "input") & (pl.col("in_steps_ns") > 0))
     copies = ctx.device_rows(d, ("memcpy",), "correlation", "start_ns", "bytes").select(
@@ -245,8 +249,9 @@ def input_stall(ctx: FindingContext) -> Finding | None:
     evidence = [
         Evidence(
             text=(
-                f"{gaps.height} host-to-device copies ({gaps.height / steps:.1f} per step, {fmt_bytes(total_bytes)}) "
-                f"each waited behind an idle GPU, a median {fmt_ns(wait)}"
+                f"{gaps.height} host-to-device copies ({gaps.height / steps:.1f} per step, "
+                f"{format_bytes(total_bytes)}) "
+                f"each waited behind an idle GPU, a median {evidence_ns(wait)}"
             ),
             rank=d.rank,
             device=d.device,
@@ -255,13 +260,14 @@ def input_stall(ctx: FindingContext) -> Finding | None:
     ]
     top = with_step(gaps.sort(["in_steps_ns", "start_ns"], descending=[True, False]).head(MAX_GROUPS), ctx.windows)
     for row in top.iter_rows(named=True):
-        size = "" if row["bytes"] is None else f" of {fmt_bytes(row['bytes'])}"
+        size = "" if row["bytes"] is None else f" of {format_bytes(row['bytes'])}"
         evidence.append(
             Evidence(
                 text=(
-                    f"{where(row['step_name'], row['step_offset_ns'])}: GPU idle {fmt_ns(row['dur_ns'])} before "
-                    f"{row['next_name']}{size} ({fmt_ns(row['next_end_ns'] - row['next_start_ns'])}), queued by "
-                    f"{row['launch_name']} which took {fmt_ns(row['launch_end_ns'] - row['launch_start_ns'])}"
+                    f"{step_position(row['step_name'], row['step_offset_ns'])}: GPU idle "
+                    f"{evidence_ns(row['dur_ns'])} before "
+                    f"{row['next_name']}{size} ({evidence_ns(row['next_end_ns'] - row['next_start_ns'])}), queued by "
+                    f"{row['launch_name']} which took {evidence_ns(row['launch_end_ns'] - row['launch_start_ns'])}"
                 ),
                 rank=d.rank,
                 device=d.device,
@@ -273,7 +279,7 @@ def input_stall(ctx: FindingContext) -> Finding | None:
         )
     return worst.finding(
         "input_stall",
-        title=f"GPU idle {fmt_share(share)} of step time waiting for input data ({d.label})",
+        title=f"GPU idle {format_share(share)} of step time waiting for input data ({d.label})",
         metrics={
             "input_idle_ns": d.idle_by_cause_ns["input"],
             "step_ns": d.dur_ns,
@@ -288,11 +294,8 @@ def input_stall(ctx: FindingContext) -> Finding | None:
     )
 
 
-def exposed_comm(ctx: FindingContext) -> Finding | None:
+def exposed_comm(ctx: FindingContext, worst: WorstDevice) -> Finding:
     """Communication with no compute beside it: ``|(U(comm) − U(compute)) ∩ steps|``."""
-    worst = worst_device(ctx, lambda d: d.exposed_comm_ns)
-    if worst is None:
-        return None
     share, d = worst.share, worst.device
     acts = ctx.kernels.filter(pl.col("dev") == d.dev)
     comm = acts.filter(pl.col("is_comm"))
@@ -307,7 +310,7 @@ def exposed_comm(ctx: FindingContext) -> Finding | None:
         Evidence(
             text=(
                 f"{comm.height} collectives ran with no compute beside them for part of their time: "
-                f"{fmt_ns(d.exposed_comm_ns / steps)} per step exposed of {fmt_ns(d.comm_ns / steps)} "
+                f"{evidence_ns(d.exposed_comm_ns / steps)} per step exposed of {evidence_ns(d.comm_ns / steps)} "
                 f"communication ({hidden:.0%} hidden behind compute)"
             ),
             rank=d.rank,
@@ -320,8 +323,9 @@ def exposed_comm(ctx: FindingContext) -> Finding | None:
         evidence.append(
             Evidence(
                 text=(
-                    f"{where(row['step_name'], row['step_offset_ns'])}: {short_name(row['name'])} ran "
-                    f"{fmt_ns(row['dur_ns'])}, {fmt_ns(row['exposed_ns'])} of it with the compute streams empty"
+                    f"{step_position(row['step_name'], row['step_offset_ns'])}: {short_kernel_name(row['name'])} ran "
+                    f"{evidence_ns(row['dur_ns'])}, {evidence_ns(row['exposed_ns'])} of it with the compute streams "
+                    "empty"
                 ),
                 rank=d.rank,
                 device=d.device,
@@ -333,7 +337,7 @@ def exposed_comm(ctx: FindingContext) -> Finding | None:
         )
     return worst.finding(
         "exposed_comm",
-        title=f"Communication with no compute beside it takes {fmt_share(share)} of step time ({d.label})",
+        title=f"Communication with no compute beside it takes {format_share(share)} of step time ({d.label})",
         metrics={
             "exposed_comm_ns": d.exposed_comm_ns,
             "comm_ns": d.comm_ns,

@@ -11,12 +11,13 @@ arrived last, and the wait that cost the others.  ``docs/multi-rank.md`` has the
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 
 import polars as pl
 
-from traceq.analyses.collectives import analyze_job
-from traceq.analyses.findings_base import FIRE_SHARE, FindingContext, fmt_ns, fmt_share, severity
+from traceq.analyses.findings_base import FIRE_SHARE, DeviceTotals, severity
 from traceq.analyses.model import Evidence, Finding, JobAnalysis
+from traceq.units import evidence_ns, format_share
 
 STRAGGLER_FIX = (
     "One rank computes longer than the others, which wait for it inside every collective: find what differs on "
@@ -27,7 +28,7 @@ MAX_OTHERS = 3
 """Other ranks listed as evidence (those waiting longest)."""
 
 
-def straggler(ctx: FindingContext) -> Finding | None:
+def straggler(devices: Sequence[DeviceTotals], job: JobAnalysis | None) -> Finding | None:
     """The job's slow rank S (``JobAnalysis.straggler``: it arrives last far more often than chance
     and computes more per step than the median of the others), when the exposed wait it causes
     reaches 5% of the others' step time (median over the other communicating ranks).
@@ -35,14 +36,13 @@ def straggler(ctx: FindingContext) -> Finding | None:
     The cost is that median share: the time the others lose waiting for S with nothing of their own
     to compute.  A slow link (long collectives, little arrival skew) has no such rank and never fires.
     """
-    job = ctx.job if ctx.job is not None else analyze_job(ctx.events, ctx.analysis)
     if job is None or job.straggler is None:
         return None
     slow = job.ranks[job.straggler]
     share = slow.wait_caused_share
     if share < FIRE_SHARE:
         return None
-    by_dev = {d.dev: d for d in ctx.devices}
+    by_dev = {d.dev: d for d in devices}
     who_dev = by_dev[job.straggler]
     waits = _waits_for(job, job.straggler)
     others = [(by_dev[dev], ns) for dev, ns in waits if dev in by_dev]
@@ -61,8 +61,8 @@ def straggler(ctx: FindingContext) -> Finding | None:
         ),
         Evidence(
             text=(
-                f"{who_dev.title_label} computes {fmt_ns(slow.compute_ns_per_step)} per step against a median "
-                f"{fmt_ns(median_compute)} over the ranks ({fmt_ns(slow.compute_excess_ns_per_step)} more)"
+                f"{who_dev.title_label} computes {evidence_ns(slow.compute_ns_per_step)} per step against a median "
+                f"{evidence_ns(median_compute)} over the ranks ({evidence_ns(slow.compute_excess_ns_per_step)} more)"
             ),
             rank=slow.rank,
             device=slow.device,
@@ -70,9 +70,10 @@ def straggler(ctx: FindingContext) -> Finding | None:
         ),
         Evidence(
             text=(
-                f"The others wait a median {fmt_ns(others_wait)} per step for it with nothing of their own to "
-                f"compute ({fmt_share(share)} of their step time); {fmt_ns(slow.exposed_wait_caused_ns)} in all, "
-                f"{fmt_ns(slow.wait_caused_ns)} counting the wait hidden behind their compute"
+                f"The others wait a median {evidence_ns(others_wait)} per step for it with nothing of their own to "
+                f"compute ({format_share(share)} of their step time); {evidence_ns(slow.exposed_wait_caused_ns)} in "
+                "all, "
+                f"{evidence_ns(slow.wait_caused_ns)} counting the wait hidden behind their compute"
             ),
             rank=slow.rank,
             device=slow.device,
@@ -83,9 +84,9 @@ def straggler(ctx: FindingContext) -> Finding | None:
         evidence.append(
             Evidence(
                 text=(
-                    f"{d.title_label} waits {fmt_ns(ns / max(d.windows, 1))} per step for it "
-                    f"({fmt_share(ns / d.dur_ns if d.dur_ns else 0.0)} of its step time); its exposed communication "
-                    f"is {fmt_ns(d.exposed_comm_ns / max(d.windows, 1))} per step"
+                    f"{d.title_label} waits {evidence_ns(ns / max(d.windows, 1))} per step for it "
+                    f"({format_share(ns / d.dur_ns if d.dur_ns else 0.0)} of its step time); its exposed communication "
+                    f"is {evidence_ns(d.exposed_comm_ns / max(d.windows, 1))} per step"
                 ),
                 rank=d.rank,
                 device=d.device,
@@ -100,9 +101,9 @@ def straggler(ctx: FindingContext) -> Finding | None:
         id="straggler",
         severity=severity(share),
         title=(
-            f"{who} is a straggler: the other {peers} wait {fmt_share(share)} of step time in collectives for it; "
+            f"{who} is a straggler: the other {peers} wait {format_share(share)} of step time in collectives for it; "
             f"it arrives last at {slow.last_arrivals} of {slow.collectives} and computes "
-            f"{fmt_ns(slow.compute_excess_ns_per_step)} per step more than the median ({who_dev.label})"
+            f"{evidence_ns(slow.compute_excess_ns_per_step)} per step more than the median ({who_dev.label})"
         ),
         share=share,
         metrics={
@@ -151,7 +152,7 @@ def _widest_skew(job: JobAnalysis, culprit: int) -> Evidence | None:
     return Evidence(
         text=(
             f"Widest arrival skew: {top['kind']} #{top['seq']} on {top['channel']}, which the others entered "
-            f"{fmt_ns(top['arrival_skew_ns'])} before it"
+            f"{evidence_ns(top['arrival_skew_ns'])} before it"
         ),
         rank=slow.rank,
         device=slow.device,

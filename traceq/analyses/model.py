@@ -127,9 +127,9 @@ class Analysis:
 
     ``devices``/``steps``/``kernels`` are complete; ``gaps`` holds the longest ``max_gaps`` gaps
     (longest first) while ``gap_table`` holds every gap as a DataFrame (columns documented in
-    :func:`traceq.analyses.gaps.attribute_gaps`), except in an analysis merged from per-rank
-    summaries (:mod:`traceq.analyses.by_rank`), whose ``gap_table`` holds no rows (the gaps stay
-    in each rank's table) and whose ``gaps_total`` counts them.
+    :func:`traceq.analyses.gaps.attribute_gaps`), except in an analysis merged from a job's parts
+    (:mod:`traceq.analyses.parts`), whose ``gap_table`` holds no rows (the gaps stay in each
+    part's table) and whose ``gaps_total`` counts them.
     """
 
     step_pattern: str
@@ -140,6 +140,12 @@ class Analysis:
     gap_table: pl.DataFrame = field(repr=False, compare=False)
     gaps_total: int | None = field(default=None, repr=False, compare=False)
     """Gaps in all, where ``gap_table`` does not hold them all; None: ``gap_table.height``."""
+    kernel_totals: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
+    """Every kernel name's count, total and longest duration (:func:`traceq.analyses.breakdown.kernel_totals`);
+    ``kernels`` lists the top ones."""
+    windows: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
+    """The step windows (:func:`traceq.analyses.steps.step_windows`: dev, window, step, name, start_ns,
+    end_ns); no rows in an analysis merged from a job's parts."""
 
     @property
     def gap_count(self) -> int:

@@ -17,9 +17,6 @@ import polars as pl
 from traceq import schema
 from traceq.errors import InvalidArgumentError
 
-DEFAULT_STEP_PATTERN: Final = r"^(ProfilerStep#\d+|step[ _#]?\d+|iteration[ _#]?\d+)$"
-"""Default step-range pattern, matched case-insensitively against the whole range name."""
-
 DEVICE_KEY: Final = ("source", "pid", "device")
 _LAST_NUMBER = r"(\d+)\D*$"
 

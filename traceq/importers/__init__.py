@@ -68,7 +68,7 @@ def read_file(path: Path, fmt: Format | None = None) -> ImportResult:
     """Import one source file; ``fmt`` overrides detection.
 
     traceq's own Parquet files are not sources (they hold an already-imported table with its
-    statistics); :func:`traceq.trace.load` reads them.
+    statistics); :func:`traceq.loading.load` reads them.
     """
     fmt = fmt or detect_format(path)
     if fmt == "parquet":

@@ -33,14 +33,14 @@ from typing import Any, Final
 import plotly.offline
 
 from traceq.analyses.model import CAUSES, SEVERITIES, DeviceBreakdown, Finding, Gap, JobAnalysis
+from traceq.analyses.timeline import gap_label
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.report import html_charts as charts
 from traceq.report.html_charts import PALETTE, device_label, pct, shorten
 from traceq.report.html_template import BOOT_SCRIPT, PAGE, STYLE
 from traceq.report.model import Report
-from traceq.report.text import format_ns
-from traceq.report.timeline import gap_label
 from traceq.stats import CategoryCount
+from traceq.units import format_ns
 
 PLOTLY_CONFIG: Final[dict[str, Any]] = {
     "displaylogo": False,
@@ -407,7 +407,7 @@ def _idle(report: Report, drawn: bool) -> str:
     out = lead + _chart("chart-idle", drawn, "No idle time inside the step windows.") + _table(head, rows)
     out += '<p class="note">Shares of step time; gaps counts the gaps that overlap a step window.</p>'
     if report.gaps:
-        total = report.analysis.gap_count if report.analysis is not None else len(report.gaps)
+        total = report.gap_count
         gap_rows = [
             "<tr>"
             + _td(format_ns(g.dur_ns), num=True)

@@ -23,8 +23,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from traceq.analyses.model import CAUSES, DeviceBreakdown, JobAnalysis, StepBreakdown
-from traceq.report.model import Report, TimelineBar, TimelineExcerpt, TimelineGap
-from traceq.report.text import format_ns
+from traceq.analyses.timeline import TimelineBar, TimelineExcerpt, TimelineGap
+from traceq.report.model import Report
+from traceq.units import format_ns
 
 FONT_STACK: Final = (
     '-apple-system, BlinkMacSystemFont, "Segoe UI", Roboto, "Helvetica Neue", Arial, '

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from traceq.analyses.model import (
-    Analysis,
     DeviceBreakdown,
     Finding,
     Gap,
@@ -19,10 +18,10 @@ from traceq.analyses.model import (
     Mfu,
     StepBreakdown,
 )
+from traceq.analyses.timeline import TimelineExcerpt
 from traceq.meta import SourceMeta
 from traceq.report.jsonschema import dataclass_schema, to_jsonable
 from traceq.stats import CategoryCount
-from traceq.trace import Trace
 
 REPORT_SCHEMA_VERSION: Final = 1
 
@@ -36,54 +35,12 @@ class ReportSource:
 
 
 @dataclass(frozen=True)
-class TimelineBar:
-    """One GPU activity drawn on the timeline excerpt (ns); ``kind`` is ``comm`` for communication
-    kernels, otherwise the event kind."""
-
-    rank: int | None
-    device: int
-    stream: int | None
-    kind: str
-    name: str
-    start_ns: int
-    end_ns: int
-
-
-@dataclass(frozen=True)
-class TimelineGap:
-    """One idle gap drawn on the timeline excerpt, labelled with its cause and matched CPU call."""
-
-    rank: int | None
-    device: int
-    start_ns: int
-    end_ns: int
-    cause: str
-    label: str
-
-
-@dataclass(frozen=True)
-class TimelineExcerpt:
-    """A few steps of a few devices, for the HTML timeline (streams as rows).
-
-    ``bars_total`` is how many activities the window held; where it exceeds ``len(bars)`` the
-    excerpt was downsampled (the longest activities kept).  Likewise ``gaps_total`` for gaps.
-    """
-
-    start_ns: int
-    end_ns: int
-    steps: tuple[str, ...]
-    bars: tuple[TimelineBar, ...]
-    bars_total: int
-    gaps: tuple[TimelineGap, ...]
-    gaps_total: int
-
-
-@dataclass(frozen=True)
 class Report:
-    """A trace's analysis, ready to render; ``job`` is the cross-rank analysis of a trace with two or
-    more devices (``docs/multi-rank.md``), null otherwise."""
+    """A trace's analysis, ready to render: what :func:`traceq.report` returns and every renderer
+    draws; ``job`` is the cross-rank analysis of a trace with two or more devices
+    (``docs/multi-rank.md``), null otherwise.  Built by :mod:`traceq.pipeline`."""
 
-    schema_version: int
+    schema_version: int = field(default=REPORT_SCHEMA_VERSION, init=False)
     source: ReportSource
     step_pattern: str
     devices: tuple[DeviceBreakdown, ...]
@@ -94,57 +51,8 @@ class Report:
     mfu: Mfu | None
     timeline: TimelineExcerpt | None
     job: JobAnalysis | None
-    analysis: Analysis = field(repr=False, compare=False)
-
-    @classmethod
-    def build(
-        cls,
-        trace: Trace,
-        analysis: Analysis,
-        *,
-        findings: tuple[Finding, ...] = (),
-        mfu: Mfu | None = None,
-        timeline: TimelineExcerpt | None = None,
-        job: JobAnalysis | None = None,
-    ) -> Report:
-        return cls.assemble(
-            trace.meta.sources,
-            trace.import_stats.counts,
-            analysis,
-            findings=findings,
-            mfu=mfu,
-            timeline=timeline,
-            job=job,
-        )
-
-    @classmethod
-    def assemble(
-        cls,
-        files: tuple[SourceMeta, ...],
-        import_stats: tuple[CategoryCount, ...],
-        analysis: Analysis,
-        *,
-        findings: tuple[Finding, ...] = (),
-        mfu: Mfu | None = None,
-        timeline: TimelineExcerpt | None = None,
-        job: JobAnalysis | None = None,
-    ) -> Report:
-        """:meth:`build` from the sources' metadata and import statistics instead of a ``Trace``
-        (a report built rank by rank never holds the whole trace)."""
-        return cls(
-            schema_version=REPORT_SCHEMA_VERSION,
-            source=ReportSource(files=files, import_stats=import_stats),
-            step_pattern=analysis.step_pattern,
-            devices=analysis.devices,
-            steps=analysis.steps,
-            gaps=analysis.gaps,
-            kernels=analysis.kernels,
-            findings=findings,
-            mfu=mfu,
-            timeline=timeline,
-            job=job,
-            analysis=analysis,
-        )
+    gap_count: int = field(default=0, repr=False, compare=False)
+    """How many gaps the devices have in all (``gaps`` lists the longest of them)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (validates against ``schemas/report.schema.json``)."""

@@ -9,6 +9,7 @@ import click
 
 from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding, JobAnalysis
 from traceq.report.model import Report
+from traceq.units import device_label, format_ns, pct, shorten
 
 WIDTH = 80
 JOB_ROWS = 16
@@ -27,29 +28,6 @@ def _heading(text: str) -> str:
     return click.style(text, bold=True)
 
 
-def format_ns(ns: float) -> str:
-    """A duration for people: ``850 ns``, ``12.3 µs``, ``4.56 ms``, ``1.23 s``."""
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(ns) >= scale:
-            value = ns / scale
-            digits = 2 if abs(value) < 10 else 1 if abs(value) < 100 else 0
-            return f"{value:.{digits}f} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def _pct(part: int, whole: int) -> str:
-    return f"{100 * part / whole:5.1f}%" if whole else "    -"
-
-
-def device_label(d: DeviceBreakdown) -> str:
-    rank = f"r{d.rank} " if d.rank is not None else ""
-    return f"{rank}GPU {d.device}"
-
-
-def _shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def render_text(report: Report) -> str:
     """The summary: per-device breakdown, idle by cause, findings, longest gaps, top kernels.
 
@@ -58,8 +36,8 @@ def render_text(report: Report) -> str:
     lines: list[str] = []
     for src in report.source.files[:4]:
         version = f" {src.format_version}" if src.format_version else ""
-        lines.append(_heading(_shorten(src.path, WIDTH)))
-        lines.append(_shorten(f"  {src.format}{version}", WIDTH))
+        lines.append(_heading(shorten(src.path, WIDTH)))
+        lines.append(shorten(f"  {src.format}{version}", WIDTH))
     if len(report.source.files) > 4:
         lines.append(f"  … and {len(report.source.files) - 4} more files")
     lines.append("")
@@ -83,7 +61,7 @@ def render_text(report: Report) -> str:
         lines.append(f"  MFU {100 * m.mean_mfu:.1f}%{hfu} over {len(m.steps)} step windows, {gpus}")
         if m.mean_mfu > 1:
             lines.append("  above 100%: check --tokens-per-step (global), --gpus and the model shape")
-        lines.append(_shorten(f"  peak {m.peak_flops_per_gpu / 1e12:g} TFLOP/s per GPU ({m.peak_source})", WIDTH))
+        lines.append(shorten(f"  peak {m.peak_flops_per_gpu / 1e12:g} TFLOP/s per GPU ({m.peak_source})", WIDTH))
     if report.gaps:
         lines.append("")
         lines.extend(_gaps(report))
@@ -114,9 +92,10 @@ def _breakdown(devices: Sequence[DeviceBreakdown]) -> list[str]:
     for d in devices:
         per_step = d.dur_ns / max(d.steps, 1)
         steps = str(d.steps) if d.window == "steps" else "-"
+        label = device_label(d.rank, d.device, style="column")
         out.append(
-            f"  {device_label(d):<12}{steps:>6}{format_ns(per_step):>12}{_pct(d.compute_ns, d.dur_ns):>10}"
-            f"{_pct(d.exposed_comm_ns, d.dur_ns):>11}{_pct(d.idle_ns, d.dur_ns):>8}{_pct(d.comm_ns, d.dur_ns):>8}"
+            f"  {label:<12}{steps:>6}{format_ns(per_step):>12}{pct(d.compute_ns, d.dur_ns):>10}"
+            f"{pct(d.exposed_comm_ns, d.dur_ns):>11}{pct(d.idle_ns, d.dur_ns):>8}{pct(d.comm_ns, d.dur_ns):>8}"
         )
     if any(d.window == "activity" for d in devices):
         out.append("  (-: no step ranges matched; the window is the device's first to last activity)")
@@ -127,8 +106,8 @@ def _idle_by_cause(devices: Sequence[DeviceBreakdown]) -> list[str]:
     header = "".join(f"{c:>9}" for c in CAUSES)
     out = [_heading("idle time by cause (share of step time)"), f"  {'device':<12}{header}"]
     for d in devices:
-        cells = "".join(f"{_pct(d.idle_by_cause_ns[c], d.dur_ns):>9}" for c in CAUSES)
-        out.append(f"  {device_label(d):<12}{cells}")
+        cells = "".join(f"{pct(d.idle_by_cause_ns[c], d.dur_ns):>9}" for c in CAUSES)
+        out.append(f"  {device_label(d.rank, d.device, style='column'):<12}{cells}")
     return out
 
 
@@ -154,7 +133,7 @@ def _job(job: JobAnalysis) -> list[str]:
         order = sorted(order, key=lambda i: (-job.ranks[i].wait_caused_share, i))[:JOB_ROWS]
     for i in order:
         r = job.ranks[i]
-        label = (f"r{r.rank} " if r.rank is not None else "") + f"GPU {r.device}" + (" *" if i == job.straggler else "")
+        label = device_label(r.rank, r.device, style="column") + (" *" if i == job.straggler else "")
         steps = max(r.steps, 1)
         excess = ("+" if r.compute_excess_ns_per_step >= 0 else "-") + format_ns(abs(r.compute_excess_ns_per_step))
         out.append(
@@ -173,17 +152,16 @@ def _job(job: JobAnalysis) -> list[str]:
 
 
 def _gaps(report: Report, limit: int = 5) -> list[str]:
-    out = [_heading(f"longest idle gaps (of {report.analysis.gap_count:,})")]
+    out = [_heading(f"longest idle gaps (of {report.gap_count:,})")]
     for g in report.gaps[:limit]:
-        rank = f"r{g.rank} " if g.rank is not None else ""
-        head = f"  {format_ns(g.dur_ns):>9}  {rank}GPU {g.device}  {g.cause:<7}"
+        head = f"  {format_ns(g.dur_ns):>9}  {device_label(g.rank, g.device, style='column')}  {g.cause:<7}"
         if g.sync is not None:
             why = f"{g.sync.name} ended, then {g.launch.name if g.launch else 'a launch'}"
         elif g.launch is not None:
             why = f"waited for {g.launch.name}"
         else:
             why = "no launch record"
-        out.append(_shorten(f"{head} {why} -> {g.next.name}", WIDTH))
+        out.append(shorten(f"{head} {why} -> {g.next.name}", WIDTH))
     return out
 
 
@@ -191,5 +169,5 @@ def _kernels(report: Report, limit: int = 8) -> list[str]:
     out = [_heading("top kernels by GPU time"), f"  {'share':>6} {'total':>10} {'count':>7}  name"]
     for k in report.kernels[:limit]:
         row = f"  {100 * k.share:5.1f}% {format_ns(k.total_ns):>10} {k.count:>7,}  "
-        out.append(row + _shorten(k.name, WIDTH - len(row)))
+        out.append(row + shorten(k.name, WIDTH - len(row)))
     return out

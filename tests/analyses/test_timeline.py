@@ -10,9 +10,8 @@ import pytest
 import traceq
 from traceq.analyses import analyze
 from traceq.analyses.model import StepBreakdown
+from traceq.analyses.timeline import TimelineExcerpt, pick_steps, timeline_excerpt
 from traceq.report.html_charts import timeline_rows
-from traceq.report.model import TimelineExcerpt
-from traceq.report.timeline import pick_steps, timeline_excerpt
 
 from ..builders import api, kernel, launch, memcpy, nccl, step, table
 

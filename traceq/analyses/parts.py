@@ -1,67 +1,64 @@
-"""A job analysed rank by rank: what a worker keeps of one rank, and how the driver merges it.
+"""A job analysed part by part: what a worker keeps of one part, and how the driver merges the parts.
 
-The analysis, the findings and the job of a multi-file trace are computed here without ever
-holding the whole event table.  Each input file is a *part* (one rank, usually; a multi-process
-nsys export holds several devices).  Three steps, each a function of small data:
+A *part* is one event table: a file of a job (one rank, usually; a multi-process nsys export holds
+several devices), or a whole trace already in memory.  The report pipeline (:mod:`traceq.pipeline`)
+computes every report from parts, so that a job's report never holds more than one part's events
+in one process.  Three steps, each a function of small data:
 
-1. **summarise** (:func:`summarise_part`, on a worker, one part in memory): the part's step
-   breakdown (devices, steps, its longest gaps, every kernel name's totals), its device table,
-   its communication kernels, and for every findings rule that ranks devices
-   (``FindingContext.ranked``: all but :data:`~traceq.analyses.findings.JOB_RULES`) each device's
-   share.  Its size grows with devices, steps, kernel names and collectives, not with events.
+1. **summarise** (:func:`summarise_part`, where the part is read): its step breakdown (devices,
+   steps, its longest gaps, every kernel name's totals), its device table, its communication
+   kernels, and for every ranked findings rule (:data:`~traceq.analyses.findings.RANKED_RULES`)
+   each device's share.  Its size grows with devices, steps, kernel names and collectives, not
+   with events.
 2. **merge** (:func:`merge_parts`, in the driver): the job's device table and analysis, the rules'
-   rankings over every device, and the collective table (:func:`job_calls` and
-   :func:`traceq.analyses.collectives.align_and_match`); then :func:`detail_requests` says what each
-   part must still compute: the exposed part of its waits in the collectives (which needs its
-   compute activity), the finding of each rule whose worst device it holds (which needs its
-   events), the timeline's rows in a window.
-3. **detail** (:func:`detail_part`, on a worker, the part loaded again): answers its request.
+   rankings over every device; the pipeline then matches the collectives across parts
+   (:func:`job_calls`, :func:`traceq.analyses.collectives.align_and_match`) and
+   :func:`detail_requests` says what each part must still compute: the exposed part of its waits
+   in the collectives (which needs its compute activity), the finding of each rule whose worst
+   device it holds (which needs its events), the timeline's rows in a window.
+3. **detail** (:func:`detail_part`, where the part is read again): answers its request.
 
 Every number equals the one the whole-table functions compute (``analyze``, ``find_findings``,
-``analyze_job``): each device's breakdown depends only on its own source's rows; the top lists
-(gaps, kernels, rankings) are merged by the keys they are sorted by; a rule's finding is computed
-by the rule itself, on the part holding its worst device, given the merged ranking.
+``analyze_job``) on the parts put together: each device's breakdown depends only on its own
+source's rows; the top lists (gaps, kernels, rankings) are merged by the same functions that order
+one table's (:func:`~traceq.analyses.breakdown.longest_gaps`,
+:func:`~traceq.analyses.breakdown.top_kernels`); a rule's finding is explained by the rule itself,
+on the part holding its worst device, given the merged ranking.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import numpy as np
 import polars as pl
 
 from traceq import schema
-from traceq.analyses.breakdown import analyze
+from traceq.analyses.breakdown import analyze, longest_gap_rows, longest_gaps, top_kernels
 from traceq.analyses.collectives import compute_activity, wait_covered_ns
-from traceq.analyses.findings import JOB_RULES, RULES, rank_findings
-from traceq.analyses.findings_base import DeviceTotals, FindingContext, build_context
-from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, Gap, JobAnalysis, KernelStat, Mfu, StepBreakdown
+from traceq.analyses.findings import JOB_RULES, RANKED_RULES, rank_findings
+from traceq.analyses.findings_base import DeviceTotals, Ranking, WorstDevice, build_context, ranking
+from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, JobAnalysis, Mfu, StepBreakdown
+from traceq.analyses.options import Options
 from traceq.analyses.steps import DEVICE_KEY, devices
+from traceq.analyses.timeline import TimelineWindow
 from traceq.meta import SourceMeta
 from traceq.stats import CategoryCount
-from traceq.trace import Trace
-
-ALL_KERNELS: Final = 1 << 62
-"""``top_kernels`` that keeps every kernel name."""
 
 COMM_COLUMNS: Final = ("kind", "is_comm", "source", "pid", "device", "stream", "name", "start_ns", "end_ns")
 """The columns of the communication kernels a part hands in (what ``collective_calls`` reads)."""
 
-RANKED_RULES: Final = tuple(rule_id for rule_id, _ in RULES if rule_id not in JOB_RULES)
-"""Rules that rank the devices by a cost and fire on the worst (merged across parts)."""
-
 DeviceKey = tuple[str, int | None, int]
 """(source, pid, device): a device, across parts."""
 
-Ranking = tuple[tuple[float, DeviceTotals], ...]
-"""``FindingContext.ranked``'s result: (cost / step time, device), worst first."""
+_RULES_BY_ID: Final = {rule.id: rule for rule in RANKED_RULES}
 
 
 @dataclass(frozen=True)
 class PartSummary:
-    """What the driver needs of one part (one input file): small, whatever the number of events.
+    """What the driver needs of one part: small, whatever the number of events.
 
     Device-indexed fields follow the part's own device order (``device_table``, its ``dev`` the
     row position), which is the job's order restricted to the part.
@@ -73,13 +70,11 @@ class PartSummary:
     """:func:`traceq.analyses.steps.devices` of the part, in its dev order."""
     breakdown: tuple[DeviceBreakdown, ...]
     steps: tuple[StepBreakdown, ...]
-    gaps: tuple[Gap, ...]
-    """The part's longest ``max_gaps`` gaps, longest first."""
+    longest_gaps: pl.DataFrame
+    """The part's longest ``max_gaps`` rows of its gap table (its columns)."""
     gaps_total: int
-    gap_columns: pl.DataFrame
-    """No rows: the columns of the gap table."""
-    kernels: tuple[KernelStat, ...]
-    """Every kernel name of the part (count, total and longest; mean and share are the part's)."""
+    kernel_totals: pl.DataFrame
+    """Every kernel name of the part (:func:`~traceq.analyses.breakdown.kernel_totals`)."""
     totals: tuple[DeviceTotals, ...]
     """The findings context's devices (step windows and breakdown totals)."""
     rankings: Mapping[str, tuple[tuple[float, int], ...]]
@@ -89,74 +84,38 @@ class PartSummary:
 
     def estimated_size(self) -> int:
         """Bytes held, roughly: the frames, plus a few hundred per listed item."""
-        frames = (self.device_table, self.comm_kernels)
-        items = len(self.breakdown) + len(self.steps) + len(self.gaps) + len(self.kernels) + len(self.totals)
+        frames = (self.device_table, self.longest_gaps, self.kernel_totals, self.comm_kernels)
+        items = len(self.breakdown) + len(self.steps) + len(self.totals)
         items += sum(len(r) for r in self.rankings.values())
-        return int(sum(f.estimated_size() for f in frames)) + 300 * items + sum(len(k.name) for k in self.kernels)
+        return int(sum(f.estimated_size() for f in frames)) + 300 * items
 
 
-def summarise_part(trace: Trace, *, step_pattern: str, max_gaps: int) -> PartSummary:
-    """Summarise one part (ranks already assigned) for :func:`merge_parts`."""
-    events = trace.events
-    analysis = analyze(events, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=ALL_KERNELS)
-    table = devices(events)
+def summarise_part(
+    events: pl.DataFrame, sources: tuple[SourceMeta, ...], import_stats: tuple[CategoryCount, ...], options: Options
+) -> PartSummary:
+    """Summarise one part (its event table, ranks already assigned) for :func:`merge_parts`."""
+    analysis = analyze(events, options)
     totals: tuple[DeviceTotals, ...] = ()
-    rankings: dict[str, tuple[tuple[float, int], ...]] = {rule_id: () for rule_id in RANKED_RULES}
+    rankings: dict[str, tuple[tuple[float, int], ...]] = {rule.id: () for rule in RANKED_RULES}
     if analysis.devices:
         ctx = build_context(events, analysis)
         totals = ctx.devices
-        rankings = {rule_id: _ranking_of(rule_id, ctx) for rule_id in RANKED_RULES}
+        rankings = {rule.id: tuple((share, d.dev) for share, d in ranking(ctx, rule.cost_ns)) for rule in RANKED_RULES}
     comm = events.filter((pl.col("kind") == "kernel") & pl.col("is_comm") & pl.col("device").is_not_null())
+    gap_table = analysis.gap_table
     return PartSummary(
-        sources=trace.meta.sources,
-        import_stats=trace.import_stats.counts,
-        device_table=table.drop("dev"),
+        sources=sources,
+        import_stats=import_stats,
+        device_table=devices(events).drop("dev"),
         breakdown=analysis.devices,
         steps=analysis.steps,
-        gaps=analysis.gaps,
-        gaps_total=analysis.gap_table.height,
-        gap_columns=analysis.gap_table.head(0),
-        kernels=analysis.kernels,
+        longest_gaps=longest_gap_rows(gap_table, options.max_gaps),
+        gaps_total=gap_table.height,
+        kernel_totals=analysis.kernel_totals,
         totals=totals,
         rankings=rankings,
         comm_kernels=comm.select(COMM_COLUMNS),
     )
-
-
-@dataclass(frozen=True)
-class _Recording(FindingContext):
-    """A context whose ``ranked`` records the ranking and returns none, so the rule stops there."""
-
-    seen: list[list[tuple[float, DeviceTotals]]] = field(default_factory=list)
-
-    def ranked(self, cost_ns: Callable[[DeviceTotals], int | float]) -> list[tuple[float, DeviceTotals]]:
-        self.seen.append(FindingContext.ranked(self, cost_ns))
-        return []
-
-
-@dataclass(frozen=True)
-class _Fixed(FindingContext):
-    """A context whose ``ranked`` is the job's merged ranking."""
-
-    fixed: Ranking = ()
-
-    def ranked(self, cost_ns: Callable[[DeviceTotals], int | float]) -> list[tuple[float, DeviceTotals]]:
-        return list(self.fixed)
-
-
-def _context_fields(ctx: FindingContext) -> dict[str, Any]:
-    return {f.name: getattr(ctx, f.name) for f in fields(FindingContext)}
-
-
-def _ranking_of(rule_id: str, ctx: FindingContext) -> tuple[tuple[float, int], ...]:
-    recording = _Recording(**_context_fields(ctx))
-    dict(RULES)[rule_id](recording)
-    if len(recording.seen) != 1:
-        raise RuntimeError(
-            f"findings rule {rule_id} ranked the devices {len(recording.seen)} times, not once: a report built "
-            "rank by rank cannot merge it (list it in traceq.analyses.findings.JOB_RULES, or rank once)"
-        )
-    return tuple((share, d.dev) for share, d in recording.seen[0])
 
 
 @dataclass(frozen=True)
@@ -171,7 +130,7 @@ class MergedParts:
     totals: tuple[DeviceTotals, ...]
     """The findings context's devices, by job dev."""
     rankings: Mapping[str, tuple[tuple[float, int], ...]]
-    """Per ranked rule: (share, job dev), worst first, ties by dev (as ``FindingContext.ranked``)."""
+    """Per ranked rule: (share, job dev), worst first, ties by dev (as :func:`ranking`)."""
     part_devs: tuple[tuple[int, ...], ...]
     owner: tuple[int, ...]
 
@@ -180,7 +139,7 @@ class MergedParts:
         return (row["source"], row["pid"], row["device"])
 
 
-def merge_parts(parts: Sequence[PartSummary], *, step_pattern: str, max_gaps: int, top_kernels: int) -> MergedParts:
+def merge_parts(parts: Sequence[PartSummary], options: Options) -> MergedParts:
     """The job's device table (as :func:`~traceq.analyses.steps.devices` of the whole table), analysis
     (as :func:`~traceq.analyses.breakdown.analyze`, its ``gap_table`` without rows and
     ``gaps_total`` set) and rankings, from its parts in job order."""
@@ -198,7 +157,6 @@ def merge_parts(parts: Sequence[PartSummary], *, step_pattern: str, max_gaps: in
     for dev, (part, local) in enumerate(zip(part_of, local_of, strict=True)):
         part_devs_lists[part][local] = dev
     part_devs = tuple(tuple(d) for d in part_devs_lists)
-    device_table = table.drop("_part", "_local")
     by_dev: list[DeviceBreakdown | None] = [None] * table.height
     steps_by_dev: list[tuple[StepBreakdown, ...]] = [()] * table.height
     totals_by_dev: list[DeviceTotals | None] = [None] * table.height
@@ -209,33 +167,35 @@ def merge_parts(parts: Sequence[PartSummary], *, step_pattern: str, max_gaps: in
             steps_by_dev[dev] = per_device[local]
             if part.totals:
                 totals_by_dev[dev] = replace(part.totals[local], dev=dev)
+    gaps = pl.concat([p.longest_gaps for p in parts], how="vertical_relaxed") if parts else pl.DataFrame()
+    kernels = pl.concat([p.kernel_totals for p in parts], how="vertical_relaxed") if parts else pl.DataFrame()
     analysis = Analysis(
-        step_pattern=step_pattern,
+        step_pattern=options.step_pattern,
         devices=tuple(d for d in by_dev if d is not None),
         steps=tuple(s for steps in steps_by_dev for s in steps),
-        gaps=_longest_gaps([g for p in parts for g in p.gaps], max_gaps),
-        kernels=_top_kernels([k for p in parts for k in p.kernels], top_kernels),
-        gap_table=parts[0].gap_columns if parts else pl.DataFrame(),
+        gaps=longest_gaps(gaps, options.max_gaps) if parts else (),
+        kernels=top_kernels(kernels, options.top_kernels) if parts else (),
+        gap_table=gaps.head(0),
         gaps_total=sum(p.gaps_total for p in parts),
     )
     rankings = {
-        rule_id: tuple(
+        rule.id: tuple(
             sorted(
                 (
                     (share, devs[local])
                     for p, devs in zip(parts, part_devs, strict=True)
-                    for share, local in p.rankings[rule_id]
+                    for share, local in p.rankings[rule.id]
                 ),
                 key=lambda sd: (-sd[0], sd[1]),
             )
         )
-        for rule_id in RANKED_RULES
+        for rule in RANKED_RULES
     }
     totals = tuple(t for t in totals_by_dev if t is not None)
     if len(totals) != table.height:
         raise RuntimeError(f"{table.height} devices but findings totals for {len(totals)}")
     return MergedParts(
-        device_table=device_table,
+        device_table=table.drop("_part", "_local"),
         analysis=analysis,
         totals=totals,
         rankings=rankings,
@@ -261,34 +221,6 @@ def _steps_per_device(part: PartSummary) -> list[tuple[StepBreakdown, ...]]:
     return out
 
 
-def _longest_gaps(gaps: Sequence[Gap], limit: int) -> tuple[Gap, ...]:
-    """The ``limit`` longest, ordered as the breakdown orders them (duration, then rank with nulls
-    first, device, start)."""
-    key = lambda g: (-g.dur_ns, g.rank is not None, g.rank or 0, g.device, g.start_ns)  # noqa: E731
-    return tuple(sorted(gaps, key=key)[:limit])
-
-
-def _top_kernels(kernels: Sequence[KernelStat], limit: int) -> tuple[KernelStat, ...]:
-    """The ``limit`` kernel names with the most total time over every part (as ``kernel_stats``)."""
-    merged: dict[str, tuple[int, int, int]] = {}
-    for k in kernels:
-        count, total, longest = merged.get(k.name, (0, 0, 0))
-        merged[k.name] = (count + k.count, total + k.total_ns, max(longest, k.max_ns))
-    grand = sum(total for _, total, _ in merged.values())
-    ranked = sorted(merged.items(), key=lambda item: (-item[1][1], item[0]))[:limit]
-    return tuple(
-        KernelStat(
-            name=name,
-            count=count,
-            total_ns=total,
-            mean_ns=total // count,
-            max_ns=longest,
-            share=(total / grand) if grand else 0.0,
-        )
-        for name, (count, total, longest) in ranked
-    )
-
-
 def job_calls(parts: Sequence[PartSummary]) -> pl.DataFrame:
     """Every part's communication kernels, in job order: the rows of the whole event table that
     :func:`traceq.analyses.collectives.collective_calls` reads."""
@@ -303,14 +235,14 @@ class DetailRequest:
     * ``waits``: rows (source, pid, device, start_ns, wait_ns) of its calls in the collective table;
       the answer is, per row, the ns of ``[start_ns, start_ns + wait_ns)`` its compute covers.
     * ``rules``: per rule whose worst device it holds, the job's ranking (the worst device first).
-    * ``window``: ``(start_ns, end_ns, keys)``: its GPU activity and gap rows of those devices that
-      may overlap the window (the timeline excerpt's input).
+    * ``window``: the timeline's window and the keys of the part's devices drawn in it: its GPU
+      activity and gap rows of those devices that may overlap the window (the excerpt's input).
     """
 
     waits: pl.DataFrame | None = None
     rules: Mapping[str, Ranking] = field(default_factory=dict)
     mfu: Mfu | None = None
-    window: tuple[int, int, tuple[DeviceKey, ...]] | None = None
+    window: tuple[TimelineWindow, tuple[DeviceKey, ...]] | None = None
 
     @property
     def needs_analysis(self) -> bool:
@@ -339,17 +271,15 @@ def detail_requests(
     *,
     fire_share: float,
     mfu: Mfu | None,
-    window: tuple[int, int] | None,
-    window_devices: int,
+    window: TimelineWindow | None,
 ) -> tuple[dict[int, DetailRequest], dict[int, np.ndarray[Any, np.dtype[np.int64]]]]:
     """Per part (by position), what it must compute, and the rows of ``table`` (the collective
     table) that its ``waits`` stand for, in order.
 
     A rule is asked of the part holding its worst device, when that device's share reaches
-    ``fire_share`` (below it the rule does not fire); the timeline of the parts holding the first
-    ``window_devices`` devices, when there is a ``window``.
+    ``fire_share`` (below it the rule does not fire); the timeline of the parts holding the
+    window's devices (the job's first devices), when there is a ``window``.
     """
-    n_parts = len(merged.part_devs)
     waits: dict[int, pl.DataFrame] = {}
     rows_of: dict[int, np.ndarray[Any, np.dtype[np.int64]]] = {}
     if table.height:
@@ -364,29 +294,29 @@ def detail_requests(
             waits[int(part)] = rows.select(*DEVICE_KEY, "start_ns", "wait_ns")
             rows_of[int(part)] = rows.get_column("_row").to_numpy().astype(np.int64)
     rules: dict[int, dict[str, Ranking]] = {}
-    for rule_id, ranking in merged.rankings.items():
-        if not ranking or ranking[0][0] < fire_share:
+    for rule_id, ranked in merged.rankings.items():
+        if not ranked or ranked[0][0] < fire_share:
             continue
-        fixed = tuple((share, merged.totals[dev]) for share, dev in ranking)
-        rules.setdefault(merged.owner[ranking[0][1]], {})[rule_id] = fixed
+        fixed = tuple((share, merged.totals[dev]) for share, dev in ranked)
+        rules.setdefault(merged.owner[ranked[0][1]], {})[rule_id] = fixed
     windows: dict[int, tuple[DeviceKey, ...]] = {}
     if window is not None:
-        for dev in range(min(window_devices, merged.device_table.height)):
+        for dev in range(min(len(window.devices), merged.device_table.height)):
             windows.setdefault(merged.owner[dev], ())
             windows[merged.owner[dev]] += (merged.key(dev),)
     requests = {}
-    for part in range(n_parts):
+    for part in range(len(merged.part_devs)):
         if part in waits or part in rules or part in windows:
             requests[part] = DetailRequest(
                 waits=waits.get(part),
                 rules=rules.get(part, {}),
                 mfu=mfu if part in rules else None,  # only the rules read it
-                window=None if window is None or part not in windows else (*window, windows[part]),
+                window=None if window is None or part not in windows else (window, windows[part]),
             )
     return requests, rows_of
 
 
-def detail_part(events: pl.DataFrame, request: DetailRequest, *, step_pattern: str, max_gaps: int) -> PartDetail:
+def detail_part(events: pl.DataFrame, request: DetailRequest, options: Options) -> PartDetail:
     """Answer a :class:`DetailRequest` from the part's event table (ranks assigned as in
     :func:`summarise_part`)."""
     table = devices(events)
@@ -395,21 +325,20 @@ def detail_part(events: pl.DataFrame, request: DetailRequest, *, step_pattern: s
         covered = _covered(events, table, request.waits)
     if not request.needs_analysis:
         return PartDetail(covered_ns=covered)
-    analysis = analyze(events, step_pattern=step_pattern, max_gaps=max_gaps, top_kernels=0)
+    analysis = analyze(events, replace(options, top_kernels=0))
     findings: list[Finding] = []
     if request.rules:
         ctx = build_context(events, analysis, request.mfu)
         own = {(d.source, d.pid, d.device): d for d in ctx.devices}
-        base = _context_fields(ctx)
-        for rule_id, ranking in request.rules.items():
-            fixed = tuple((share, own.get((d.source, d.pid, d.device), d)) for share, d in ranking)
-            found = dict(RULES)[rule_id](_Fixed(**base, fixed=fixed))
-            if found is not None:
-                findings.append(found)
+        for rule_id, ranked in request.rules.items():
+            # The part's own devices (its dev numbering, which its frames use) where it holds them.
+            fixed = tuple((share, own.get((d.source, d.pid, d.device), d)) for share, d in ranked)
+            worst = WorstDevice(share=fixed[0][0], device=fixed[0][1], ranked=fixed)
+            findings.append(_RULES_BY_ID[rule_id].explain(ctx, worst))
     activity = gaps = None
     if request.window is not None:
-        start_ns, end_ns, keys = request.window
-        near = (pl.col("start_ns") <= end_ns) & (pl.col("end_ns") >= start_ns)
+        window, keys = request.window
+        near = (pl.col("start_ns") <= window.end_ns) & (pl.col("end_ns") >= window.start_ns)
         on_keys = pl.any_horizontal(
             (pl.col("source") == source) & pl.col("pid").eq_missing(pid) & (pl.col("device") == device)
             for source, pid, device in keys
@@ -435,23 +364,23 @@ def _covered(events: pl.DataFrame, table: pl.DataFrame, waits: pl.DataFrame) -> 
     return covered
 
 
-def merged_findings(
-    merged: MergedParts, details: Sequence[Finding], *, mfu: Mfu | None, job: JobAnalysis | None
-) -> tuple[Finding, ...]:
+def merged_findings(merged: MergedParts, details: Sequence[Finding], job: JobAnalysis | None) -> tuple[Finding, ...]:
     """The job's findings: the ranked rules' findings from the parts (``details``) and the job rules
     run here, on the merged devices, ordered as :func:`~traceq.analyses.findings.find_findings`."""
     if not merged.analysis.devices:
         return ()
-    empty = schema.empty_frame()
-    ctx = FindingContext(
-        events=empty,
-        analysis=merged.analysis,
-        devices=merged.totals,
-        windows=pl.DataFrame(),
-        kernels=pl.DataFrame(),
-        gaps=pl.DataFrame(),
-        mfu=mfu,
-        job=job,
-    )
-    rules = dict(RULES)
-    return rank_findings([*details, *(rules[rule_id](ctx) for rule_id in JOB_RULES)])
+    return rank_findings([*details, *(rule.find(merged.totals, job) for rule in JOB_RULES)])
+
+
+__all__ = [
+    "DetailRequest",
+    "MergedParts",
+    "PartDetail",
+    "PartSummary",
+    "detail_part",
+    "detail_requests",
+    "job_calls",
+    "merge_parts",
+    "merged_findings",
+    "summarise_part",
+]

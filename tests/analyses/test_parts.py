@@ -1,7 +1,7 @@
-"""What a worker hands the driver for one rank (traceq.analyses.by_rank): small, whatever its events.
+"""What a worker hands the driver for one part (traceq.analyses.parts): small, whatever its events.
 
-The report built from these summaries is compared with the whole-table report in
-``tests/report/test_by_rank.py``; here, what the summaries hold and what they cost.
+The report built from these summaries is compared with the whole-table analyses in
+``tests/test_pipeline.py``; here, what the summaries hold and what they cost.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 import polars as pl
 import pytest
 
-from traceq.analyses import by_rank
-from traceq.analyses.by_rank import PartSummary, summarise_part
-from traceq.analyses.findings_base import FindingContext
-from traceq.analyses.steps import DEFAULT_STEP_PATTERN
+from traceq.analyses import Options
+from traceq.analyses.findings import RANKED_RULES
+from traceq.analyses.parts import PartSummary, summarise_part
+from traceq.loading import load
 from traceq.synthetic import Scenario, build_timeline, write_kineto_ranks
-from traceq.trace import Trace, load
+from traceq.trace import Trace
 
 from ..builders import kernel, launch, step, trace
 
@@ -27,6 +27,10 @@ def rank0(tmp: Path, *, layers: int, steps: int) -> Trace:
     """Rank 0 of a generated two-rank job of ``steps`` steps of ``layers`` layers."""
     timeline = build_timeline(Scenario("sizes", ranks=2, world_size=2, steps=steps, layers=layers))
     return load(write_kineto_ranks(timeline, tmp / f"l{layers}-s{steps}")[0], cache=False)
+
+
+def summary(t: Trace, max_gaps: int = 100) -> PartSummary:
+    return summarise_part(t.events, t.meta.sources, t.import_stats.counts, Options(max_gaps=max_gaps))
 
 
 def pickled(value: Any) -> int:
@@ -41,7 +45,7 @@ def test_a_summary_grows_with_collectives_not_with_events(tmp_path: Path) -> Non
     """16 times the layers: 13 times the events, the same summary but for the collectives' rows."""
     small, large = rank0(tmp_path, layers=2, steps=3), rank0(tmp_path, layers=32, steps=3)
     assert large.events.height > 13 * small.events.height
-    a, b = (summarise_part(t, step_pattern=DEFAULT_STEP_PATTERN, max_gaps=100) for t in (small, large))
+    a, b = (summary(t) for t in (small, large))
     assert without_collectives(b) < 1.02 * without_collectives(a)
     comm = large.events.filter(pl.col("is_comm"))
     assert b.comm_kernels.height == comm.height == 96  # one all-reduce per layer and step
@@ -52,10 +56,10 @@ def test_a_summary_grows_with_collectives_not_with_events(tmp_path: Path) -> Non
 def test_a_summary_grows_with_steps_by_their_windows(tmp_path: Path) -> None:
     """Four times the steps: the per-step rows (windows, longest gaps) grow, nothing else."""
     short, long = rank0(tmp_path, layers=2, steps=3), rank0(tmp_path, layers=2, steps=12)
-    a, b = (summarise_part(t, step_pattern=DEFAULT_STEP_PATTERN, max_gaps=100) for t in (short, long))
+    a, b = (summary(t) for t in (short, long))
     assert (len(a.steps), len(b.steps)) == (3, 12)
     per_step = (pickled(b.steps) - pickled(a.steps)) / 9
-    assert without_collectives(b) - without_collectives(a) < 9 * per_step + pickled(b.gaps)
+    assert without_collectives(b) - without_collectives(a) < 9 * per_step + pickled(b.longest_gaps)
 
 
 def test_the_summary_holds_what_the_merge_needs() -> None:
@@ -64,21 +68,10 @@ def test_the_summary_holds_what_the_merge_needs() -> None:
     rows += [launch(11_000, 11_500, 2), kernel(12_000, 20_000, corr=2)]  # device 0: a 2 µs launch gap
     rows += [launch(1_000, 2_000, 3), kernel(20_000, 30_000, corr=3, device=1)]
     rows += [launch(60_000, 61_000, 4), kernel(70_000, 90_000, corr=4, device=1)]  # device 1: 40 µs
-    summary = summarise_part(trace(*rows, rank=0), step_pattern=DEFAULT_STEP_PATTERN, max_gaps=100)
-    assert summary.device_table.get_column("device").to_list() == [0, 1]
-    assert [t.windows for t in summary.totals] == [1, 1] and len(summary.steps) == 2
-    assert set(summary.rankings) == set(by_rank.RANKED_RULES)
-    assert [dev for _, dev in summary.rankings["launch_bound"]] == [1, 0]  # the worst first
-    assert summary.comm_kernels.is_empty() and summary.gaps_total == len(summary.gaps) == 2
-
-
-def test_a_rule_that_does_not_rank_once_cannot_be_merged(monkeypatch: pytest.MonkeyPatch) -> None:
-    def twice(ctx: FindingContext) -> None:
-        ctx.ranked(lambda d: d.idle_ns)
-        ctx.ranked(lambda d: d.compute_ns)
-
-    monkeypatch.setattr(by_rank, "RULES", (("twice", twice),))
-    monkeypatch.setattr(by_rank, "RANKED_RULES", ("twice",))
-    one = trace(step(0, 100, 0), launch(0, 1, 1), kernel(2, 10, corr=1), rank=0)
-    with pytest.raises(RuntimeError, match="rule twice ranked the devices 2 times, not once"):
-        summarise_part(one, step_pattern=DEFAULT_STEP_PATTERN, max_gaps=10)
+    part = summary(trace(*rows, rank=0))
+    assert part.device_table.get_column("device").to_list() == [0, 1]
+    assert [t.windows for t in part.totals] == [1, 1] and len(part.steps) == 2
+    assert set(part.rankings) == {rule.id for rule in RANKED_RULES}
+    assert [dev for _, dev in part.rankings["launch_bound"]] == [1, 0]  # the worst first
+    assert part.comm_kernels.is_empty() and part.gaps_total == part.longest_gaps.height == 2
+    assert part.kernel_totals.get_column("count").sum() == 4

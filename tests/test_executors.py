@@ -1,8 +1,9 @@
-"""The map step (traceq.parallel): the same single-file traces, in input order, on every executor.
+"""Where work runs (traceq.executors): the same single-file traces, in input order, on every executor.
 
-In-process (``jobs=1``), a spawned process pool (``jobs=2``) and a Dask ``LocalCluster`` must give
-identical events, import statistics and metadata for the shipped ranks and for generated 8-rank
-jobs in both formats; a worker's error is the driver's one-line error.
+In-process (``1``), a spawned process pool (``2``) and a Dask ``LocalCluster`` (a client, or its
+scheduler's address) must give identical events, import statistics and metadata for the shipped
+ranks and for generated 8-rank jobs in both formats, and the same reports; a worker's error is the
+driver's one-line error.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from typing import Any
 import pytest
 
 import traceq
-import traceq.trace
-from traceq import parallel
+import traceq.loading
+from traceq import executors
 from traceq.errors import InvalidArgumentError, TraceqError, UnsupportedFormatError
-from traceq.parallel import import_sources
+from traceq.executors import ExecutorSpec, open_executor
+from traceq.loading import combine, iter_trace_files
 from traceq.synthetic import Scenario, build_timeline, write_kineto_ranks, write_nsys_per_rank
-from traceq.trace import Trace, _combine, iter_trace_files
+from traceq.trace import Trace
 
 from .conftest import SAMPLES
 
@@ -54,7 +56,13 @@ def job_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def reference(job_files: list[Path]) -> list[Trace]:
-    return [traceq.trace.load([f]) for f in job_files]
+    return [traceq.load(f) for f in job_files]
+
+
+def load_each(files: list[Path] | list[str], executor: ExecutorSpec) -> list[Trace]:
+    """Each file imported by the loader's task on ``executor``, in input order."""
+    with open_executor(executor, files) as tasks:
+        return tasks.map(traceq.loading._load_task, [(Path(f), (None, True)) for f in files])
 
 
 @pytest.fixture(scope="module")
@@ -99,11 +107,11 @@ def assert_same(got: list[Trace], want: list[Trace]) -> None:
 
 
 def test_in_process_is_load_of_each_file(job_files: list[Path], reference: list[Trace]) -> None:
-    assert_same(import_sources(job_files, jobs=1), reference)
+    assert_same(load_each(job_files, 1), reference)
 
 
 def test_pool_matches_in_process(job_files: list[Path], reference: list[Trace]) -> None:
-    got = import_sources(job_files, jobs=2)
+    got = load_each(job_files, 2)
     assert [t.meta.sources[0].path for t in got] == [str(f) for f in job_files]
     assert_same(got, reference)
 
@@ -111,15 +119,15 @@ def test_pool_matches_in_process(job_files: list[Path], reference: list[Trace]) 
 def test_pool_results_combine_to_the_same_job(job_files: list[Path], reference: list[Trace]) -> None:
     """Categorical columns made in other processes concatenate to the same table."""
     kineto = [f for f in job_files if f.parent.name == "kineto"]
-    want = _combine([r for r, f in zip(reference, job_files, strict=True) if f.parent.name == "kineto"])
-    got = _combine(import_sources(kineto, jobs=2))
+    want = combine([r for r, f in zip(reference, job_files, strict=True) if f.parent.name == "kineto"])
+    got = combine(load_each(kineto, 2))
     assert got.meta == want.meta
     assert got.import_stats == want.import_stats
     assert got.events.equals(want.events)
 
 
 def test_dask_matches_in_process(dask_client: Any, job_files: list[Path], reference: list[Trace]) -> None:
-    assert_same(import_sources(job_files, client=dask_client), reference)
+    assert_same(load_each(job_files, dask_client), reference)
 
 
 # --------------------------------------------------------------------------- the report, rank by rank
@@ -144,23 +152,23 @@ def test_the_report_by_rank_is_the_same_in_process_and_on_the_pool(
     job_files: list[Path], report_reference: dict[str, str]
 ) -> None:
     for name, files in jobs_of(job_files).items():
-        assert report_json(traceq.report(files, jobs=1)) == report_reference[name], name
-        assert report_json(traceq.report(files, jobs=2, cache=False)) == report_reference[name], name
+        assert report_json(traceq.report(files, executor=1)) == report_reference[name], name
+        assert report_json(traceq.report(files, executor=2, cache=False)) == report_reference[name], name
 
 
 def test_the_report_by_rank_is_the_same_on_dask(
     dask_client: Any, job_files: list[Path], report_reference: dict[str, str]
 ) -> None:
     jobs = jobs_of(job_files)
-    assert report_json(traceq.report(jobs["shipped"], client=dask_client)) == report_reference["shipped"]
-    assert report_json(traceq.report(jobs["kineto"], client=dask_client, cache=False)) == report_reference["kineto"]
+    assert report_json(traceq.report(jobs["shipped"], executor=dask_client)) == report_reference["shipped"]
+    assert report_json(traceq.report(jobs["kineto"], executor=dask_client, cache=False)) == report_reference["kineto"]
     address = dask_client.scheduler.address
-    assert report_json(traceq.report(jobs["nsys"], scheduler=address)) == report_reference["nsys"]
+    assert report_json(traceq.report(jobs["nsys"], executor=address)) == report_reference["nsys"]
 
 
 def test_dask_by_scheduler_address(dask_client: Any, job_files: list[Path], reference: list[Trace]) -> None:
     address = dask_client.scheduler.address
-    assert_same(import_sources(job_files[:3], scheduler=address), reference[:3])
+    assert_same(load_each(job_files[:3], address), reference[:3])
 
 
 def _children(pid: int) -> set[int]:
@@ -181,11 +189,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the process tree from /proc")
 def test_pool_workers_exit_when_the_driver_is_killed(job_files: list[Path]) -> None:
     """A SIGKILLed driver cannot shut its pool down; its workers must not linger."""
-    driver_code = (
-        "import json, sys\n"
-        "from traceq.parallel import import_sources\n"
-        "import_sources(json.loads(sys.argv[1]), jobs=2)\n"
-    )
+    driver_code = "import json, sys\nimport traceq\ntraceq.load(json.loads(sys.argv[1]), executor=2, cache=False)\n"
     many = [str(f) for f in job_files] * 20  # long enough to be killed mid-way
     driver = subprocess.Popen([sys.executable, "-c", driver_code, json.dumps(many)])
     try:
@@ -229,8 +233,8 @@ def _error_of(run: Callable[[], object]) -> TraceqError:
 
 
 def test_first_failing_file_in_input_order_is_raised(with_bad_files: list[Path]) -> None:
-    in_process = _error_of(lambda: import_sources(with_bad_files, jobs=1))
-    pooled = _error_of(lambda: import_sources(with_bad_files, jobs=2))
+    in_process = _error_of(lambda: load_each(with_bad_files, 1))
+    pooled = _error_of(lambda: load_each(with_bad_files, 2))
     assert isinstance(in_process, UnsupportedFormatError)
     assert type(pooled) is type(in_process)
     assert (
@@ -242,21 +246,21 @@ def test_first_failing_file_in_input_order_is_raised(with_bad_files: list[Path])
 
 
 def test_dask_worker_error_is_the_drivers_error(dask_client: Any, with_bad_files: list[Path]) -> None:
-    in_process = _error_of(lambda: import_sources(with_bad_files, jobs=1))
-    on_dask = _error_of(lambda: import_sources(with_bad_files, client=dask_client))
+    in_process = _error_of(lambda: load_each(with_bad_files, 1))
+    on_dask = _error_of(lambda: load_each(with_bad_files, dask_client))
     assert type(on_dask) is type(in_process)
     assert str(on_dask) == str(in_process)
     assert on_dask.path == str(with_bad_files[3])
     # the cluster is still usable afterwards (unfinished tasks were cancelled, not left running)
-    assert len(import_sources(with_bad_files[:2], client=dask_client)) == 2
+    assert len(load_each(with_bad_files[:2], dask_client)) == 2
 
 
 def test_error_without_a_path_is_given_the_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    def fails(paths: list[Path], **_: object) -> Trace:
+    def fails(path: Path, **_: object) -> Trace:
         raise InvalidArgumentError("unknown kind 'x'", hint="choose another")
 
-    monkeypatch.setattr(traceq.trace, "load", fails)
-    error = _error_of(lambda: import_sources([tmp_path / "a.json", tmp_path / "b.json"], jobs=1))
+    monkeypatch.setattr(traceq.loading, "load_file", fails)
+    error = _error_of(lambda: load_each([tmp_path / "a.json", tmp_path / "b.json"], 1))
     assert str(error) == f"{tmp_path / 'a.json'}: unknown kind 'x'. Choose another."
 
 
@@ -271,17 +275,18 @@ def _finished(value: object) -> Callable[[], object]:
 
 def test_collecting_waits_for_earlier_files_before_raising() -> None:
     """Completion order 2 (fails), 0, 1 (fails): file 1's error is raised, as jobs=1 would."""
-    trace = parallel._Done(traceq.trace.load(SAMPLES / "ranks" / "rank0.pt.trace.json.gz"))
+    trace = executors._Done(traceq.load(SAMPLES / "ranks" / "rank0.pt.trace.json.gz"))
     paths = [Path("a"), Path("b"), Path("c")]
     done = [(2, _finished(ValueError("c"))), (0, _finished(trace)), (1, _finished(KeyError("b")))]
     with pytest.raises(KeyError, match="b"):
-        parallel._in_input_order(done, paths, lost=(BrokenProcessPool,), lost_hint="fewer jobs")  # type: ignore[arg-type]
+        executors._in_input_order(done, paths, lost=(BrokenProcessPool,), lost_hint="fewer jobs")  # type: ignore[arg-type]
 
 
 def test_a_dead_worker_is_a_one_line_error() -> None:
     done = [(0, _finished(BrokenProcessPool("terminated abruptly")))]
+    paths = [Path("r0.json")]
     error = _error_of(
-        lambda: parallel._in_input_order(done, [Path("r0.json")], lost=(BrokenProcessPool,), lost_hint="use fewer jobs")  # type: ignore[arg-type]
+        lambda: executors._in_input_order(done, paths, lost=(BrokenProcessPool,), lost_hint="use fewer jobs")  # type: ignore[arg-type]
     )
     assert str(error) == "r0.json: a worker process exited abruptly before this file was imported. Use fewer jobs."
     assert isinstance(error.__cause__, BrokenProcessPool)
@@ -289,7 +294,7 @@ def test_a_dead_worker_is_a_one_line_error() -> None:
 
 def test_missing_dask_names_the_extra(monkeypatch: pytest.MonkeyPatch, job_files: list[Path]) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)  # makes `import distributed` fail
-    error = _error_of(lambda: import_sources(job_files, scheduler="tcp://127.0.0.1:8786"))
+    error = _error_of(lambda: load_each(job_files, "tcp://127.0.0.1:8786"))
     assert str(error) == (
         "running on a Dask cluster needs Dask distributed, which is not installed. pip install 'traceq[dask]'."
     )
@@ -300,39 +305,41 @@ def test_unreachable_scheduler_is_a_one_line_error(job_files: list[Path]) -> Non
     import dask
 
     with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}):
-        error = _error_of(lambda: import_sources(job_files, scheduler="tcp://127.0.0.1:1"))
+        error = _error_of(lambda: load_each(job_files, "tcp://127.0.0.1:1"))
     assert str(error).startswith("cannot reach the Dask scheduler at tcp://127.0.0.1:1 (")
     assert "\n" not in str(error)
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("spec", "message"),
     [
-        ({"jobs": 0}, "jobs must be at least 1, got 0"),
-        ({"client": object(), "scheduler": "tcp://h:8786"}, "both a Dask client and a scheduler address were given"),
-        ({"jobs": 2, "scheduler": "tcp://h:8786"}, "jobs sets the size of the local process pool"),
+        (0, "jobs must be at least 1, got 0"),
+        (2.5, "cannot run work on 2.5"),
+        (True, "cannot run work on True"),
+        (object(), "cannot run work on <object object"),
     ],
 )
-def test_bad_arguments(kwargs: dict[str, Any], message: str, job_files: list[Path]) -> None:
+def test_bad_executors(spec: Any, message: str, job_files: list[Path]) -> None:
     with pytest.raises(InvalidArgumentError, match=message):
-        import_sources(job_files, **kwargs)
+        load_each(job_files, spec)
 
 
 # --------------------------------------------------------------------------- plumbing
 
 
-def test_load_kwargs_reach_load(monkeypatch: pytest.MonkeyPatch, reference: list[Trace]) -> None:
-    seen: list[tuple[list[Path], dict[str, object]]] = []
+def test_the_format_and_cache_reach_each_files_load(monkeypatch: pytest.MonkeyPatch, reference: list[Trace]) -> None:
+    seen: list[tuple[Path, dict[str, object]]] = []
 
-    def recording(paths: list[Path], **kwargs: object) -> Trace:
-        seen.append((paths, kwargs))
+    def recording(path: Path, **kwargs: object) -> Trace:
+        seen.append((path, kwargs))
         return reference[len(seen) - 1]
 
-    monkeypatch.setattr(traceq.trace, "load", recording)
-    got = import_sources(["x.json", "y.json"], jobs=1, fmt="kineto-json", load_kwargs={"cache": False})
+    monkeypatch.setattr(traceq.loading, "load_file", recording)
+    with open_executor(1, ["x.json", "y.json"]) as tasks:
+        got = tasks.map(traceq.loading._load_task, [(Path(f), ("kineto-json", False)) for f in ("x.json", "y.json")])
     assert seen == [
-        ([Path("x.json")], {"fmt": "kineto-json", "cache": False}),
-        ([Path("y.json")], {"fmt": "kineto-json", "cache": False}),
+        (Path("x.json"), {"fmt": "kineto-json", "cache": False}),
+        (Path("y.json"), {"fmt": "kineto-json", "cache": False}),
     ]
     assert all(g is w for g, w in zip(got, reference[:2], strict=True))
 
@@ -342,45 +349,45 @@ def test_pool_worker_warnings_are_replayed_in_the_driver(
 ) -> None:
     """What a worker's import warns reaches the driver's filters (the CLI prints cache warnings)."""
 
-    def warning(paths: list[Path], **_: object) -> Trace:
-        warnings.warn(UserWarning(f"cache not writable for {paths[0]}"), stacklevel=1)
+    def warning(path: Path, **_: object) -> Trace:
+        warnings.warn(UserWarning(f"cache not writable for {path}"), stacklevel=1)
         return reference[0]
 
-    monkeypatch.setattr(traceq.trace, "load", warning)
+    monkeypatch.setattr(traceq.loading, "load_file", warning)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing is shown while the task runs
-        imported = parallel._import_one(Path("r0.json"), None, {}, keep_warnings=True)
+        imported = executors._run(traceq.loading._load_task, Path("r0.json"), (None, True), keep_warnings=True)
     shipped = pickle.loads(pickle.dumps(imported))  # as it travels back from a pool worker
     with pytest.warns(UserWarning, match="cache not writable for r0.json"):
-        got = parallel._in_input_order([(0, lambda: shipped)], [Path("r0.json")], lost=(), lost_hint="")
+        got = executors._in_input_order([(0, lambda: shipped)], [Path("r0.json")], lost=(), lost_hint="")
     assert got[0].events.equals(reference[0].events)
 
 
-def test_reentry_from_a_task_is_refused(monkeypatch: pytest.MonkeyPatch, job_files: list[Path]) -> None:
-    """A load() that sent its single file back to import_sources would recurse forever."""
+def test_loading_one_file_starts_no_executor(monkeypatch: pytest.MonkeyPatch, job_files: list[Path]) -> None:
+    """A single file is read where ``load`` runs: no pool, whatever the executor asked for."""
 
-    def looping(paths: list[Path], **kwargs: Any) -> Trace:
-        return import_sources(paths)[0]
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an executor was opened")
 
-    monkeypatch.setattr(traceq.trace, "load", looping)
-    with pytest.raises(RuntimeError, match="re-entered"):
-        import_sources(job_files[:2], jobs=1)
+    monkeypatch.setattr(traceq.loading, "open_executor", refuse)
+    for spec in (None, 1, 4):
+        assert traceq.load(job_files[0], executor=spec).events.height > 0
 
 
 def test_pool_size(monkeypatch: pytest.MonkeyPatch, job_files: list[Path]) -> None:
-    assert parallel._pool_size(job_files[:1], None) == 1
-    assert parallel._pool_size(job_files[:1], 4) == 1
-    assert parallel._pool_size(job_files[:3], 8) == 3
-    assert parallel._pool_size(job_files, 2) == 2
-    assert parallel._pool_size(job_files, None) == 1  # a few small files: not worth starting workers
-    monkeypatch.setattr(parallel, "AUTO_POOL_MIN_BYTES", 0)
-    monkeypatch.setattr(parallel, "available_cores", lambda: 5)
-    assert parallel._pool_size(job_files, None) == 5
+    assert executors._pool_size(job_files[:1], None) == 1
+    assert executors._pool_size(job_files[:1], 4) == 1
+    assert executors._pool_size(job_files[:3], 8) == 3
+    assert executors._pool_size(job_files, 2) == 2
+    assert executors._pool_size(job_files, None) == 1  # a few small files: not worth starting workers
+    monkeypatch.setattr(executors, "AUTO_POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(executors, "available_cores", lambda: 5)
+    assert executors._pool_size(job_files, None) == 5
 
 
 def test_no_files_no_work() -> None:
-    assert import_sources([], jobs=2) == []
+    assert load_each([], 2) == []
 
 
 def test_available_cores_is_positive() -> None:
-    assert parallel.available_cores() >= 1
+    assert executors.available_cores() >= 1

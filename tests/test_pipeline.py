@@ -1,9 +1,11 @@
-"""A job's report built rank by rank (traceq.report.by_rank) is the report of the loaded job.
+"""Every report comes from one pipeline (traceq.pipeline): a job of parts, read where the executor says.
 
-Every test compares the JSON of ``traceq.report(paths)`` (several files: rank by rank, no process
-holding more than one rank's table) with ``traceq.report(traceq.load(paths))`` (the whole table in
-memory), to the byte: on a tiny hand-made job, the generator's three jobs in both formats, and the
-real multi-rank traces.  The executors (``--jobs N``, Dask) are compared in ``tests/test_parallel.py``.
+Every test compares the JSON of the pipeline on a job given as files (one part per file, no process
+holding more than one file's events) and on the loaded job (one part in memory) with the report the
+whole-table analyses give when composed by hand (``analyze``, ``compute_mfu``, ``analyze_job``,
+``find_findings``, ``timeline_excerpt`` over the job's one event table), to the byte: on a tiny
+hand-made job, the generator's three jobs in both formats, and the real multi-rank traces.  The
+executors (``--jobs N``, Dask) are compared in ``tests/test_executors.py``.
 """
 
 from __future__ import annotations
@@ -15,26 +17,64 @@ from typing import Any
 import pytest
 
 import traceq
-import traceq.trace
-from traceq.analyses.mfu import ModelSpec
+import traceq.api
+import traceq.loading
+from traceq.analyses import Options, analyze
+from traceq.analyses.findings import find_findings
+from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
+from traceq.analyses.timeline import timeline_excerpt
 from traceq.errors import DuplicateRankError, InvalidArgumentError, UnsupportedFormatError
-from traceq.report.by_rank import report_by_rank
+from traceq.pipeline import report_parts
+from traceq.report.model import Report, ReportSource
 from traceq.report.render import renderer_for
 from traceq.synthetic import build_timeline, preset, write_kineto_ranks, write_nsys_per_rank
 
-from ..builders import kernel, launch, nccl, trace
-from ..builders import step as step_range
+from .builders import kernel, launch, nccl, trace
+from .builders import step as step_range
 
 JOBS = ("balanced_job", "straggler_job", "slow_link_job")
 
 
+def whole_table(
+    t: traceq.Trace,
+    *,
+    model: ModelSpec | None = None,
+    peak_tflops: float | None = None,
+    **options: Any,
+) -> Report:
+    """The report of ``t`` composed by hand from the whole-table analyses, not through the pipeline."""
+    analysis = analyze(t.events, Options(**options))
+    mfu = None
+    if model is not None:
+        gpus = job_gpus(t.meta.sources, analysis)
+        mfu = compute_mfu(analysis, model, gpu_names=t.meta.gpus, gpus=gpus, peak_tflops=peak_tflops)
+    job = traceq.api.job(t, analysis)
+    return Report(
+        source=ReportSource(files=t.meta.sources, import_stats=t.import_stats.counts),
+        step_pattern=analysis.step_pattern,
+        devices=analysis.devices,
+        steps=analysis.steps,
+        gaps=analysis.gaps,
+        kernels=analysis.kernels,
+        findings=find_findings(t.events, analysis, mfu=mfu, job=job),
+        mfu=mfu,
+        timeline=timeline_excerpt(t.events, analysis),
+        job=job,
+        gap_count=analysis.gap_count,
+    )
+
+
 def in_memory(files: list[Path], **options: Any) -> dict[str, Any]:
-    report: dict[str, Any] = traceq.report(traceq.load(files), **options).to_dict()
+    """The report of the loaded job, composed by hand; checked against the pipeline's on the same
+    loaded job (one part) on the way."""
+    loaded = traceq.load(files)
+    report: dict[str, Any] = whole_table(loaded, **options).to_dict()
+    assert as_json(traceq.report(loaded, **options).to_dict()) == as_json(report)
     return report
 
 
-def rank_by_rank(files: list[Path], **options: Any) -> dict[str, Any]:
-    report: dict[str, Any] = traceq.report(files, jobs=1, **options).to_dict()
+def file_by_file(files: list[Path], **options: Any) -> dict[str, Any]:
+    report: dict[str, Any] = traceq.report(files, executor=1, **options).to_dict()
     return report
 
 
@@ -83,7 +123,7 @@ def tiny_job(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def test_a_tiny_job_gives_the_in_memory_report(tiny_job: list[Path]) -> None:
-    got, want = rank_by_rank(tiny_job), in_memory(tiny_job)
+    got, want = file_by_file(tiny_job), in_memory(tiny_job)
     assert as_json(got) == as_json(want)
     # what the merge had to get right: findings computed on one rank that cite the other as "also"
     # over the threshold, whichever rank is the worst
@@ -99,7 +139,7 @@ def test_a_tiny_job_gives_the_in_memory_report(tiny_job: list[Path]) -> None:
 
 
 def test_the_longest_gaps_and_top_kernels_are_merged_over_ranks(tiny_job: list[Path]) -> None:
-    got = rank_by_rank(tiny_job, max_gaps=3, top_kernels=2)
+    got = file_by_file(tiny_job, max_gaps=3, top_kernels=2)
     assert as_json(got) == as_json(in_memory(tiny_job, max_gaps=3, top_kernels=2))
     assert [(g["rank"], g["dur_ns"]) for g in got["gaps"]] == [(1, 30_000), (1, 30_000), (0, 15_000)]
     assert [(k["name"], k["count"]) for k in got["kernels"]] == [
@@ -109,22 +149,22 @@ def test_the_longest_gaps_and_top_kernels_are_merged_over_ranks(tiny_job: list[P
 
 
 def test_the_job_is_never_concatenated(tiny_job: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rank by rank, no whole event table is ever built (loading the job would need one)."""
+    """File by file, no whole event table is ever built (loading the job would need one)."""
 
     def refuse(parts: object) -> None:
         raise AssertionError("the whole job's table was built")
 
-    monkeypatch.setattr(traceq.trace, "_combine", refuse)
-    assert rank_by_rank(tiny_job)["job"] is not None
+    monkeypatch.setattr(traceq.loading, "combine", refuse)
+    assert file_by_file(tiny_job)["job"] is not None
     with pytest.raises(AssertionError, match="whole job"):
         traceq.load(tiny_job)
 
 
 def test_text_and_html_count_every_gap(tiny_job: list[Path]) -> None:
     """The merged analysis keeps no gap table, but the renderers still say how many gaps there are."""
-    got = traceq.report(tiny_job, jobs=1, max_gaps=1)
-    want = traceq.report(traceq.load(tiny_job), max_gaps=1)
-    assert got.analysis.gap_table.is_empty() and got.analysis.gap_count == want.analysis.gap_table.height == 10
+    got = traceq.report(tiny_job, executor=1, max_gaps=1)
+    want = whole_table(traceq.load(tiny_job), max_gaps=1)
+    assert got.gap_count == want.gap_count == traceq.analyze(traceq.load(tiny_job)).gap_table.height == 10
     for suffix in (".txt", ".html"):
         render = renderer_for(Path(f"r{suffix}"), cdn=True).render
         assert render(got) == render(want)
@@ -150,7 +190,7 @@ def test_generated_jobs_give_the_in_memory_report(
     generated: dict[tuple[str, str], list[Path]], name: str, fmt: str
 ) -> None:
     files = generated[(name, fmt)]
-    got = rank_by_rank(files)
+    got = file_by_file(files)
     assert as_json(got) == as_json(in_memory(files))
     assert got["job"]["verdict"] == {"balanced_job": "balanced", "straggler_job": "slow_rank"}.get(name, "slow_link")
 
@@ -164,14 +204,14 @@ def test_mfu_and_small_top_lists_give_the_in_memory_report(generated: dict[tuple
         "top_kernels": 3,
         "step_pattern": r"^ProfilerStep#[23]$",
     }
-    got = rank_by_rank(files, **options)
+    got = file_by_file(files, **options)
     assert as_json(got) == as_json(in_memory(files, **options))
     assert got["mfu"]["gpus"] == 4 and len(got["steps"]) == 4 * 2
 
 
 def test_without_the_cache_the_report_is_the_same(generated: dict[tuple[str, str], list[Path]]) -> None:
     files = generated[("slow_link_job", "nsys")]
-    assert as_json(rank_by_rank(files, cache=False)) == as_json(in_memory(files))
+    assert as_json(file_by_file(files, cache=False)) == as_json(in_memory(files))
 
 
 # --- the real multi-rank traces --------------------------------------------------------------------
@@ -180,7 +220,7 @@ def test_without_the_cache_the_report_is_the_same(generated: dict[tuple[str, str
 @pytest.mark.real
 def test_the_sampled_rank_pair_gives_the_in_memory_report(shared_traces: Path) -> None:
     files = sorted((shared_traces / "hta" / "trace_filter").glob("sampled_rank-*.json.gz"))
-    got = rank_by_rank(files)
+    got = file_by_file(files)
     assert as_json(got) == as_json(in_memory(files))
     assert got["job"]["verdict"] == "skewed"
 
@@ -202,18 +242,18 @@ def test_the_sampled_rank_pair_gives_the_in_memory_report(shared_traces: Path) -
 )
 def test_real_nsys_exports_give_the_in_memory_report(shared_traces: Path, names: list[str]) -> None:
     files = [shared_traces / "nsys" / n for n in names]
-    got = rank_by_rank(files, max_gaps=10, top_kernels=5)
+    got = file_by_file(files, max_gaps=10, top_kernels=5)
     assert as_json(got) == as_json(in_memory(files, max_gaps=10, top_kernels=5))
     assert got["findings"]
 
 
 @pytest.mark.real
-def test_a_single_multi_process_export_by_rank_is_the_loaded_one(shared_traces: Path) -> None:
-    """One file of two processes, through the rank-by-rank machinery: the same report."""
+def test_a_single_multi_process_export_as_a_file_part_is_the_loaded_one(shared_traces: Path) -> None:
+    """One file of two processes, read as a file part by a worker: the same report."""
     files = [shared_traces / "nsys" / "nsysai_mfu_2gpu_before_nccl_2026.2.1.sqlite"]
-    options: dict[str, Any] = {"step_pattern": traceq.api.DEFAULT_STEP_PATTERN, "max_gaps": 10, "top_kernels": 5}
-    got = report_by_rank(files, jobs=1, **options).to_dict()
-    assert as_json(got) == as_json(in_memory(files, **options))
+    options = Options(max_gaps=10, top_kernels=5)
+    got = report_parts([traceq.loading.JobFile(files[0], 0, 1)], options, executor=1).to_dict()
+    assert as_json(got) == as_json(in_memory(files, max_gaps=10, top_kernels=5))
     assert len(got["job"]["ranks"]) == 2
 
 
@@ -228,7 +268,7 @@ def test_a_rank_claimed_twice_is_the_loaders_error(tiny_job: list[Path], tmp_pat
     with pytest.raises(DuplicateRankError) as loading:
         traceq.load(files)
     with pytest.raises(DuplicateRankError) as reporting:
-        rank_by_rank(files)
+        file_by_file(files)
     assert str(reporting.value) == str(loading.value)
 
 
@@ -236,15 +276,16 @@ def test_the_first_failing_file_is_the_loaders_error(tiny_job: list[Path], tmp_p
     empty = tmp_path / "rank5.pt.trace.json"
     empty.write_bytes(b"")
     with pytest.raises(UnsupportedFormatError, match="file is empty"):
-        rank_by_rank([*tiny_job, empty])
+        file_by_file([*tiny_job, empty])
 
 
 def test_loading_options_need_paths(tiny_job: list[Path]) -> None:
     with pytest.raises(InvalidArgumentError, match="loaded already"):
-        traceq.report(traceq.load(tiny_job), jobs=2)
+        traceq.report(traceq.load(tiny_job), executor=2)
 
 
 def test_one_file_or_a_file_twice_is_reported_from_the_loaded_trace(tiny_job: list[Path]) -> None:
+    """One file, or a file given twice (which loading refuses or folds), is loaded as one part."""
     assert as_json(traceq.report(tiny_job[:1]).to_dict()) == as_json(in_memory(tiny_job[:1]))
     twice = [tiny_job[0], tiny_job[0], tiny_job[1]]
     assert as_json(traceq.report(twice).to_dict()) == as_json(in_memory(twice))

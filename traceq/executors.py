@@ -1,30 +1,31 @@
-"""The map step of a multi-rank job: one task per source file, run in parallel, results in input order.
+"""Where per-file work runs: in this process, on a local process pool, or on a Dask cluster.
 
-This module owns *where* per-file work runs, not *what* it does.  :func:`file_tasks` opens an
-executor for a set of files and yields a :class:`FileTasks` whose :meth:`~FileTasks.map` runs a
-task -- a module-level function ``task(path, *args)`` -- once per file and returns the results in
-the order of its input, whatever order the workers finish in.  The executor stays open for several
-rounds of tasks (the report built rank by rank, :mod:`traceq.report.by_rank`, runs two), so a pool
-starts its processes once.  :func:`import_sources` is the simplest use: its task is
-``traceq.trace.load([path], fmt=fmt, **load_kwargs)``, and it returns the single-file
-:class:`~traceq.trace.Trace` objects; rank assignment, the duplicate-rank check and concatenation
-stay in :mod:`traceq.trace`.
+This module owns *where* work runs, never *what* it does: it knows files only as the labels of
+tasks (for error messages, and sizes for the automatic choice), and nothing of traces.
+:func:`open_executor` opens an :class:`Executor` for a set of items, chosen by **one** argument
+(:data:`ExecutorSpec`):
 
-Three executors run the same tasks:
+- ``None``: automatic: a process pool with one process per available core, except for a single
+  item or less than :data:`AUTO_POOL_MIN_BYTES` of input, which run in this process;
+- an ``int`` ``N``: ``1`` runs in this process, one item after the other; ``N > 1`` a pool of
+  ``min(N, items)`` spawned processes (:class:`concurrent.futures.ProcessPoolExecutor` with the
+  ``spawn`` start method: polars and pyarrow start threads on import, so a forked worker could
+  inherit a held lock);
+- a ``str``: the address of a **Dask** scheduler (``tcp://host:8786``), connected to for the
+  block and closed after;
+- a ``distributed.Client``: that Dask cluster (the optional extra ``traceq[dask]``; imported only
+  when asked for).
 
-- **in-process**, for ``jobs=1``, for a single file, and, when ``jobs`` is left to its default,
-  for inputs too small to repay starting workers;
-- a local **process pool** (:class:`concurrent.futures.ProcessPoolExecutor` with the ``spawn``
-  start method: polars and pyarrow start threads on import, so a forked worker could inherit
-  a held lock);
-- a **Dask distributed** cluster, given a ``distributed.Client`` or a scheduler address (the
-  optional extra ``traceq[dask]``; imported only when asked for).
+:meth:`Executor.map` runs a task -- a module-level function ``task(label, *args)``, pickled by
+reference -- once per item and returns the results in input order, whatever order the workers
+finish in.  The executor stays open for several rounds of tasks (the report pipeline runs two), so
+a pool starts its processes once.  Results travel back pickled (a polars DataFrame pickles as its
+Arrow-IPC-based binary serialisation); the driver holds what the tasks return, a worker what its
+current task holds.
 
-Results travel back pickled (a polars DataFrame pickles as its Arrow-IPC-based binary
-serialisation); the driver holds what the tasks return, a worker what its current task holds.
-Errors are the driver's own: the first failing file in input order (the file ``jobs=1`` would
-have stopped at) is raised as its ``TraceqError``, naming the file; a worker that dies is reported
-as a ``TraceqError`` too.
+Errors are the driver's own: the first failing item in input order (the one an in-process run
+would have stopped at) is raised as its ``TraceqError``, naming the item's file; a worker that dies
+is reported as a ``TraceqError`` too.
 """
 
 from __future__ import annotations
@@ -37,43 +38,41 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 from traceq.errors import InvalidArgumentError, TraceqError
 
 if TYPE_CHECKING:
     import distributed
 
-    from traceq.importers import Format
-    from traceq.trace import Trace
-
 DASK_EXTRA = "traceq[dask]"
 """The optional extra that installs Dask distributed."""
 
 AUTO_POOL_MIN_BYTES = 8 << 20
-"""With ``jobs=None``, inputs smaller than this in total (on disk) are imported in-process.
+"""With the automatic executor (``None``), inputs smaller than this in total (on disk) run in this process.
 
 Starting a spawned worker costs about 1.5-2.5 s of wall time here (each one imports polars,
 pyarrow and traceq); one core imports about 2 MB/s of gzipped Kineto JSON and 5-10 MB/s of nsys
-SQLite, so below ~8 MB two workers finish no sooner than one process.  An explicit ``jobs=N``
+SQLite, so below ~8 MB two workers finish no sooner than one process.  An explicit number ``N``
 always uses the pool.
 """
 
 _POOL_LOST_HINT = "it may have been killed for lack of memory: import with fewer --jobs"
 _DASK_LOST_HINT = "the Dask workers running it kept dying, often for lack of memory: raise dask worker --memory-limit"
 
-_IN_TASK: ContextVar[bool] = ContextVar("traceq_parallel_in_task", default=False)
-
 T = TypeVar("T")
 Task = Callable[..., T]
-"""A task: a module-level function ``task(path, *args)`` (it must pickle by reference)."""
+"""A task: a module-level function ``task(label, *args)`` (it must pickle by reference)."""
+
+ExecutorSpec: TypeAlias = "int | str | distributed.Client | None"
+"""Where work runs: ``None`` (automatic), a number of local processes (``1``: this process), a Dask
+scheduler address, or a ``distributed.Client`` (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -101,8 +100,8 @@ def _size_of(value: object) -> int:
     return sys.getsizeof(value)
 
 
-class FileTasks(Protocol):
-    """An open executor: runs tasks over files, round after round."""
+class Executor(Protocol):
+    """An open executor: runs tasks over items, round after round."""
 
     def map(
         self,
@@ -122,76 +121,34 @@ class FileTasks(Protocol):
         ...
 
 
-def import_sources(
-    files: Sequence[str | Path],
-    *,
-    fmt: Format | None = None,
-    jobs: int | None = None,
-    client: distributed.Client | None = None,
-    scheduler: str | None = None,
-    load_kwargs: Mapping[str, Any] | None = None,
-) -> list[Trace]:
-    """Import each file on its own worker; one single-file ``Trace`` per file, in input order.
-
-    ``files`` are source files (directories already expanded).  Each is read by
-    ``traceq.trace.load([path], fmt=fmt, **load_kwargs)``; ``load_kwargs`` is passed through
-    untouched and must pickle.  ``jobs``, ``client`` and ``scheduler`` choose the executor as in
-    :func:`file_tasks`.
-
-    Raises the ``TraceqError`` of the first failing file in input order (naming the file);
-    a ``TraceqError`` when a worker process dies, when ``jobs`` is below 1, when both
-    ``client`` and ``scheduler`` or ``jobs`` with either are given, when Dask is not
-    installed, or when the scheduler cannot be reached.
-    """
-    paths = [Path(f) for f in files]
-    options = dict(load_kwargs or {})
-    with file_tasks(paths, jobs=jobs, client=client, scheduler=scheduler) as tasks:
-        return tasks.map(_load_file, [(p, (fmt, options)) for p in paths])
-
-
 @contextmanager
-def file_tasks(
-    files: Sequence[str | Path],
-    *,
-    jobs: int | None = None,
-    client: distributed.Client | None = None,
-    scheduler: str | None = None,
-) -> Iterator[FileTasks]:
-    """An executor for tasks over ``files``, open for the ``with`` block.
+def open_executor(spec: ExecutorSpec, labels: Sequence[str | Path]) -> Iterator[Executor]:
+    """The executor ``spec`` names (:data:`ExecutorSpec`) for tasks over the files ``labels``,
+    open for the ``with`` block.
 
-    - ``client`` (a ``distributed.Client``) or ``scheduler`` (an address such as
-      ``tcp://host:8786``, connected to for the block and closed after): the Dask cluster.
-      Workers must see the files at the same paths (a shared filesystem); relative paths are
-      made absolute against the driver's working directory, so a task sees the absolute path.
-    - ``jobs=1``: in this process, one file after the other.
-    - ``jobs=N``: a pool of ``min(N, len(files))`` spawned processes, shut down after the block.
-    - ``jobs=None``: the pool with one process per available core, except for a single file or
-      less than :data:`AUTO_POOL_MIN_BYTES` of input, which run in this process.
+    On Dask, workers must see the files at the same paths (a shared filesystem); relative paths
+    are made absolute against the driver's working directory, so a task sees the absolute path.
+    A pool is shut down after the block; a scheduler given by address is disconnected.
 
-    Raises ``InvalidArgumentError`` when ``jobs`` is below 1 or when both ``client`` and
-    ``scheduler``, or ``jobs`` with either, are given; a ``TraceqError`` when Dask is not
-    installed or the scheduler cannot be reached.
+    Raises ``InvalidArgumentError`` for a number below 1 or a spec of another type; a
+    ``TraceqError`` when Dask is not installed or the scheduler cannot be reached.
     """
-    if _IN_TASK.get():
-        raise RuntimeError("import_sources was re-entered from its own task: load() of one file must read it directly")
-    if client is not None and scheduler is not None:
-        raise InvalidArgumentError("both a Dask client and a scheduler address were given", hint="pass one of them")
-    if jobs is not None and (client is not None or scheduler is not None):
+    paths = [Path(f) for f in labels]
+    if isinstance(spec, bool) or not (spec is None or isinstance(spec, int | str) or _is_client(spec)):
         raise InvalidArgumentError(
-            "jobs sets the size of the local process pool; on a Dask cluster its workers decide",
-            hint="drop --jobs or --scheduler",
+            f"cannot run work on {spec!r}",
+            hint="pass a number of processes, a Dask scheduler address or a distributed.Client",
         )
-    if jobs is not None and jobs < 1:
-        raise InvalidArgumentError(f"jobs must be at least 1, got {jobs}", hint="use --jobs 1 to import in-process")
-    paths = [Path(f) for f in files]
+    if isinstance(spec, int) and spec < 1:
+        raise InvalidArgumentError(f"jobs must be at least 1, got {spec}", hint="use --jobs 1 to import in-process")
     if not paths:
         yield _InProcess()
-    elif client is not None:
-        yield _OnDask(client)
-    elif scheduler is not None:
-        with _connect(scheduler) as own:
+    elif isinstance(spec, str):
+        with _connect(spec) as own:
             yield _OnDask(own)
-    elif (workers := _pool_size(paths, jobs)) == 1:
+    elif spec is not None and not isinstance(spec, int):
+        yield _OnDask(spec)
+    elif (workers := _pool_size(paths, spec)) == 1:
         yield _InProcess()
     else:
         pool = concurrent.futures.ProcessPoolExecutor(
@@ -204,6 +161,17 @@ def file_tasks(
             yield _OnPool(pool)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def on_cluster(spec: ExecutorSpec) -> bool:
+    """Whether ``spec`` names a Dask cluster (whose workers may not share this machine's disk)."""
+    return isinstance(spec, str) or not (spec is None or isinstance(spec, int))
+
+
+def _is_client(value: object) -> bool:
+    """Whether ``value`` is a ``distributed.Client``, without importing Dask when it is not installed."""
+    dist = sys.modules.get("distributed")
+    return dist is not None and isinstance(value, dist.Client)
 
 
 def available_cores() -> int:
@@ -233,20 +201,6 @@ def _size_on_disk(path: Path) -> int:
         return 0  # the task reports a missing file, with the importer's own message
 
 
-def _load_file(path: Path, fmt: Format | None, load_kwargs: Mapping[str, Any]) -> Trace:
-    """The import task: ``traceq.trace.load`` of one file."""
-    from traceq.trace import load
-
-    return load([path], fmt=fmt, **load_kwargs)
-
-
-def _import_one(
-    path: Path, fmt: Format | None, load_kwargs: Mapping[str, Any], *, keep_warnings: bool = False
-) -> _Done[Trace]:
-    """The import task as the executors run it (see :func:`_run`)."""
-    return _run(_load_file, path, (fmt, load_kwargs), keep_warnings=keep_warnings)
-
-
 def _run(task: Task[T], path: Path, args: tuple[Any, ...], *, keep_warnings: bool = False) -> _Done[T]:
     """Run one task (in the driver, a pool worker or a Dask worker), naming the file in its errors.
 
@@ -254,7 +208,6 @@ def _run(task: Task[T], path: Path, args: tuple[Any, ...], *, keep_warnings: boo
     where one task runs at a time (``catch_warnings`` is not thread-safe, and a Dask worker may
     run several tasks in threads: there they go to the worker's log).
     """
-    token = _IN_TASK.set(True)
     try:
         if not keep_warnings:
             return _Done(task(path, *args))
@@ -271,8 +224,6 @@ def _run(task: Task[T], path: Path, args: tuple[Any, ...], *, keep_warnings: boo
     except Exception as exc:
         exc.add_note(f"traceq: raised while processing {path}")
         raise
-    finally:
-        _IN_TASK.reset(token)
 
 
 class _InProcess:

@@ -1,4 +1,5 @@
-"""The timeline excerpt: a few consecutive steps of a few devices, for the HTML report.
+"""The timeline excerpt: a few consecutive steps of a few devices, for the HTML report, and the
+one-line label of a gap (its cause and the CPU call behind it) that every renderer shows.
 
 Which window (documented in ``docs/report.md``):
 
@@ -24,20 +25,75 @@ Everything is selected with polars; Python only builds the (at most ``max_bars``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import polars as pl
 
 from traceq import schema
 from traceq.analyses.model import Analysis, DeviceBreakdown, StepBreakdown
-from traceq.report.model import TimelineBar, TimelineExcerpt, TimelineGap
-from traceq.report.text import format_ns
+from traceq.units import format_ns, shorten
+
+
+@dataclass(frozen=True)
+class TimelineBar:
+    """One GPU activity drawn on the timeline excerpt (ns); ``kind`` is ``comm`` for communication
+    kernels, otherwise the event kind."""
+
+    rank: int | None
+    device: int
+    stream: int | None
+    kind: str
+    name: str
+    start_ns: int
+    end_ns: int
+
+
+@dataclass(frozen=True)
+class TimelineGap:
+    """One idle gap drawn on the timeline excerpt, labelled with its cause and matched CPU call."""
+
+    rank: int | None
+    device: int
+    start_ns: int
+    end_ns: int
+    cause: str
+    label: str
+
+
+@dataclass(frozen=True)
+class TimelineExcerpt:
+    """A few steps of a few devices, for the HTML timeline (streams as rows).
+
+    ``bars_total`` is how many activities the window held; where it exceeds ``len(bars)`` the
+    excerpt was downsampled (the longest activities kept).  Likewise ``gaps_total`` for gaps.
+    """
+
+    start_ns: int
+    end_ns: int
+    steps: tuple[str, ...]
+    bars: tuple[TimelineBar, ...]
+    bars_total: int
+    gaps: tuple[TimelineGap, ...]
+    gaps_total: int
+
 
 DEFAULT_STEPS: Final = 3
 DEFAULT_MAX_BARS: Final = 4000
 DEFAULT_MAX_DEVICES: Final = 4
 LABEL_NAME_CHARS: Final = 80
 """Names quoted in a gap label are cut to this many characters."""
+
+
+@dataclass(frozen=True)
+class TimelineWindow:
+    """Which part of the trace the excerpt shows: ``[start_ns, end_ns)`` on the reference device's
+    clock, the names of its steps, and the devices drawn (in the analysis' order)."""
+
+    start_ns: int
+    end_ns: int
+    steps: tuple[str, ...]
+    devices: tuple[DeviceBreakdown, ...]
 
 
 def timeline_excerpt(
@@ -50,11 +106,21 @@ def timeline_excerpt(
 ) -> TimelineExcerpt | None:
     """A few steps of a few devices: activity bars per stream and the gaps with their causes.
 
-    ``events`` is the event table the ``analysis`` was computed from.  Returns ``None`` when the
-    trace has no GPU activity.  Times are ns on the trace's clock, clipped to the window.
+    ``events`` is the event table the ``analysis`` was computed from (:func:`select_window`, then
+    :func:`excerpt` of its rows).  Returns ``None`` when the trace has no GPU activity.  Times are
+    ns on the trace's clock, clipped to the window.
     """
-    if steps < 1 or max_bars < 1 or max_devices < 1:
-        raise ValueError("steps, max_bars and max_devices must be at least 1")
+    window = select_window(analysis, steps=steps, max_devices=max_devices)
+    return None if window is None else excerpt(events, analysis.gap_table, window, max_bars=max_bars)
+
+
+def select_window(
+    analysis: Analysis, *, steps: int = DEFAULT_STEPS, max_devices: int = DEFAULT_MAX_DEVICES
+) -> TimelineWindow | None:
+    """The excerpt's window and devices, from the analysis alone (rules in the module docstring);
+    ``None`` when the trace has no GPU activity."""
+    if steps < 1 or max_devices < 1:
+        raise ValueError("steps and max_devices must be at least 1")
     chosen = analysis.devices[:max_devices]
     if not chosen:
         return None
@@ -63,13 +129,23 @@ def timeline_excerpt(
     if not picked:
         return None
     start_ns, end_ns = picked[0].start_ns, max(s.end_ns for s in picked)
-    keys = _device_keys(chosen)
-    bars, bars_total = _bars(events, keys, start_ns, end_ns, max_bars)
-    gaps, gaps_total = _gaps(analysis.gap_table, keys, start_ns, end_ns, max_bars)
+    return TimelineWindow(start_ns=start_ns, end_ns=end_ns, steps=tuple(s.name for s in picked), devices=chosen)
+
+
+def excerpt(
+    events: pl.DataFrame, gap_table: pl.DataFrame, window: TimelineWindow, *, max_bars: int = DEFAULT_MAX_BARS
+) -> TimelineExcerpt:
+    """The bars and gaps of ``window``, from the GPU activity of ``events`` and the rows of
+    ``gap_table`` (any rows that include those of the window's devices overlapping it)."""
+    if max_bars < 1:
+        raise ValueError("max_bars must be at least 1")
+    keys = _device_keys(window.devices)
+    bars, bars_total = _bars(events, keys, window.start_ns, window.end_ns, max_bars)
+    gaps, gaps_total = _gaps(gap_table, keys, window.start_ns, window.end_ns, max_bars)
     return TimelineExcerpt(
-        start_ns=start_ns,
-        end_ns=end_ns,
-        steps=tuple(s.name for s in picked),
+        start_ns=window.start_ns,
+        end_ns=window.end_ns,
+        steps=window.steps,
         bars=bars,
         bars_total=bars_total,
         gaps=gaps,
@@ -196,8 +272,7 @@ def _gaps(
 
 
 def _short(name: str | None) -> str:
-    text = name or "?"
-    return text if len(text) <= LABEL_NAME_CHARS else text[: LABEL_NAME_CHARS - 1] + "…"
+    return shorten(name or "?", LABEL_NAME_CHARS)
 
 
 def gap_label(row: dict[str, Any]) -> str:
