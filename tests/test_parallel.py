@@ -25,10 +25,10 @@ import pytest
 
 import traceq
 import traceq.trace
+from tracegen import Scenario, build_timeline, write_kineto_ranks, write_nsys_per_rank
 from traceq import parallel
 from traceq.errors import InvalidArgumentError, TraceqError, UnsupportedFormatError
 from traceq.parallel import import_sources
-from traceq.synthetic import Scenario, build_timeline, write_kineto_ranks, write_nsys_per_rank
 from traceq.trace import Trace, _combine, iter_trace_files
 
 from .conftest import SAMPLES

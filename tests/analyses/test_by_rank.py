@@ -13,11 +13,11 @@ from typing import Any
 import polars as pl
 import pytest
 
+from tracegen import Scenario, build_timeline, write_kineto_ranks
 from traceq.analyses import by_rank
 from traceq.analyses.by_rank import PartSummary, summarise_part
 from traceq.analyses.findings_base import FindingContext
 from traceq.analyses.steps import DEFAULT_STEP_PATTERN
-from traceq.synthetic import Scenario, build_timeline, write_kineto_ranks
 from traceq.trace import Trace, load
 
 from ..builders import kernel, launch, step, trace

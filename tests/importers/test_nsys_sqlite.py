@@ -18,14 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tracegen import build_timeline, preset, write_big_nsys_sqlite, write_nsys_per_rank, write_nsys_sqlite
 from traceq import schema
 from traceq.errors import CorruptTraceError, InputNotFoundError, UnsupportedFormatError, UnsupportedVersionError
 from traceq.importers import nsys_compiled, nsys_tables
 from traceq.importers.nsys_sqlite import NOT_IMPORTED_TABLES, read_nsys_sqlite
 from traceq.importers.result import ImportResult
 from traceq.importers.time_sort import sort_by_time
-from traceq.synthetic import build_timeline, preset, write_nsys_per_rank, write_nsys_sqlite
-from traceq.synthetic.big import write_big_nsys_sqlite
 from traceq.trace import load
 
 SAMPLES = Path(__file__).resolve().parents[2] / ".." / "shared" / "sample_traces" / "nsys"

@@ -16,11 +16,11 @@ import pytest
 
 import traceq
 import traceq.trace
+from tracegen import build_timeline, preset, write_kineto_ranks, write_nsys_per_rank
 from traceq.analyses.mfu import ModelSpec
 from traceq.errors import DuplicateRankError, InvalidArgumentError, UnsupportedFormatError
 from traceq.report.by_rank import report_by_rank
 from traceq.report.render import renderer_for
-from traceq.synthetic import build_timeline, preset, write_kineto_ranks, write_nsys_per_rank
 
 from ..builders import kernel, launch, nccl, trace
 from ..builders import step as step_range

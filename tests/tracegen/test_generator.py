@@ -1,4 +1,4 @@
-"""Specification of the synthetic-trace generator (``traceq.synthetic``) and the shipped samples.
+"""Specification of the synthetic-trace generator (``tracegen``) and the shipped samples.
 
 The generator simulates a training job into a ground-truth timeline and writes it as an nsys
 SQLite export and as Kineto JSON.  These tests say what that promises: the files are
@@ -28,9 +28,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from traceq.schema import validate
-from traceq.synthetic import (
+from tracegen import (
     KERNELS,
+    KINETO_BASE_TIME_NS,
+    MEMORY_BOUND_CLASSES,
     PRESETS,
     Knobs,
     Scenario,
@@ -42,8 +43,9 @@ from traceq.synthetic import (
     write_nsys_per_rank,
     write_nsys_sqlite,
 )
-from traceq.synthetic.nsys_writer import TABLES, global_tid
-from traceq.synthetic.timeline import KINETO_BASE_TIME_NS, MEMORY_BOUND_CLASSES
+from tracegen.nsys.ddl import TABLES
+from tracegen.nsys.ids import global_tid
+from traceq.schema import validate
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 1 << 20
