@@ -4,7 +4,7 @@
     python bench/bench_scaling.py --ranks 8 16 --formats nsys --steps 48 --layers 32
     python bench/bench_scaling.py --what report --formats nsys     # the report: whole table vs rank by rank
 
-One job of ``max(--ranks)`` ranks is generated (``traceq.synthetic``; ``--steps`` steps of
+One job of ``max(--ranks)`` ranks is generated (``tracegen``; ``--steps`` steps of
 ``--layers`` layers cycling through two simulated step templates) into ``--work-dir``, once per
 format, and kept there for later runs; a row with R ranks uses the first R files.
 
@@ -45,6 +45,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+# tracegen (the trace generator) is not installed with traceq: generate() imports it from this checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 MODES = ("jobs1", "jobs2", "dask")
 REPORT_MODES = ("whole", "ranks1", "ranks2", "ranksdask")
@@ -111,7 +114,7 @@ def cpu_s() -> float:
 
 def generate(work_dir: Path, fmt: str, ranks: int, steps: int, layers: int) -> list[Path]:
     """The job's per-rank files, written unless a previous run left the same job there."""
-    from traceq.synthetic import Scenario, build_timeline, write_kineto_json, write_nsys_sqlite
+    from tracegen import Scenario, build_timeline, write_kineto_json, write_nsys_sqlite
 
     folder = work_dir / f"{fmt}-r{ranks}-s{steps}-l{layers}"
     files = [folder / f"rank{r}{SUFFIX[fmt]}" for r in range(ranks)]

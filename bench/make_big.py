@@ -7,13 +7,13 @@
 Files written (sizes in the names; an existing file is kept unless ``--force``):
 
 * ``kineto-pretty-<N>MB.json`` -- a synthetic PyTorch-profiler trace in libkineto's own multi-line
-  layout, as :func:`traceq.synthetic.write_kineto_json` writes it; ``N`` MB (10^6 bytes) of JSON,
-  a 32-layer training job of ``N / 1.56`` steps (:func:`traceq.synthetic.big.big_scenario`);
+  layout, as :func:`tracegen.write_kineto_json` writes it; ``N`` MB (10^6 bytes) of JSON,
+  a 32-layer training job of ``N / 1.56`` steps (:func:`tracegen.big_scenario`);
 * ``kineto-compact-<N>MB.json`` -- the same document on a single line (the pretty file with every
   newline and the indentation after it removed);
 * ``kineto-pretty-<N>MB.json.gz`` -- the pretty file, gzip level 6, no name or time in the header;
 * ``nsys-<R>rows.sqlite`` -- an Nsight Systems export with the real schema and at least ``R``
-  kernel + CUDA API + memcpy rows (:func:`traceq.synthetic.big.write_big_nsys_sqlite`: a few
+  kernel + CUDA API + memcpy rows (:func:`tracegen.write_big_nsys_sqlite`: a few
   simulated steps, replicated inside SQLite with time and correlation-id offsets);
 * ``real-kineto-<name>-<N>MB.json`` / ``real-nsys-<name>-<N>MB.sqlite`` -- a real trace from
   ``../shared/sample_traces`` repeated back to back until it is about ``N`` MB (``--real-mb``)
@@ -21,7 +21,8 @@ Files written (sizes in the names; an existing file is kept unless ``--force``):
   copy, so every copy stays linked within itself);
 * ``manifest.json`` -- one record per file, read by ``bench/run.py``.
 
-The same arguments always give the same bytes.  traceq is imported only by the functions that
+The same arguments always give the same bytes.  The generator, ``tracegen`` (which is not
+installed with traceq: it is imported from this checkout), is imported only by the functions that
 generate, so ``bench/run.py`` can use this module's options without loading polars.
 """
 
@@ -44,6 +45,8 @@ from pathlib import Path
 from typing import Any, Final
 
 BENCH: Final = Path(__file__).resolve().parent
+# tracegen (the trace generator) is not installed with traceq: the generating functions import it from here.
+sys.path.insert(0, str(BENCH.parent))
 DEFAULT_DATA: Final = BENCH / "data"
 SHARED_TRACES: Final = (BENCH.parent / ".." / "shared" / "sample_traces").resolve()
 MB: Final = 1_000_000
@@ -92,8 +95,7 @@ class DataFile:
 
 def kineto_steps_for(target_bytes: int) -> int:
     """Steps of :func:`big_scenario` whose pretty Kineto trace is closest to ``target_bytes``."""
-    from traceq.synthetic import build_timeline, write_kineto_json
-    from traceq.synthetic.big import big_scenario
+    from tracegen import big_scenario, build_timeline, write_kineto_json
 
     with tempfile.TemporaryDirectory() as tmp:
         sizes = []
@@ -106,8 +108,7 @@ def kineto_steps_for(target_bytes: int) -> int:
 
 
 def write_kineto_pretty(path: Path, target_bytes: int) -> None:
-    from traceq.synthetic import build_timeline, write_kineto_json
-    from traceq.synthetic.big import big_scenario
+    from tracegen import big_scenario, build_timeline, write_kineto_json
 
     timeline = build_timeline(big_scenario(kineto_steps_for(target_bytes)))
     _atomic(path, lambda tmp: write_kineto_json(timeline, tmp))
@@ -405,7 +406,7 @@ def generate(
     for rows in nsys_rows:
         export = data / f"nsys-{_rows_label(int(rows))}rows.sqlite"
         if need(export):
-            from traceq.synthetic.big import write_big_nsys_sqlite
+            from tracegen import write_big_nsys_sqlite
 
             _atomic(export, functools.partial(write_big_nsys_sqlite, activity_rows=int(rows)))
         files.append(_record(export, "nsys", "sqlite", "synthetic"))

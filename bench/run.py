@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import make_big  # bench/ is on sys.path (this script's folder); it imports traceq only to generate
+import make_big  # bench/ is on sys.path (this script's folder); it imports tracegen only to generate
 from make_big import DataFile
 
 BENCH: Final = Path(__file__).resolve().parent

@@ -4,7 +4,7 @@
     python sample_traces/make_samples.py --check    # regenerate into a temp dir and compare bytes
     python sample_traces/make_samples.py --out DIR  # write them somewhere else
 
-The samples come from :mod:`traceq.synthetic` presets (see ``sample_traces/README.md``); the
+The samples come from :mod:`tracegen` presets (see ``sample_traces/README.md``); the
 generator is deterministic, so ``--check`` fails only when the generator, a preset or the
 committed files changed.  Exit status: 0 when up to date, 1 otherwise.
 """
@@ -17,7 +17,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from traceq.synthetic import build_timeline, preset, write_kineto_json, write_kineto_ranks, write_nsys_sqlite
+# tracegen, the generator, is not installed with traceq (it stays out of the wheel): import it from this checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tracegen import build_timeline, preset, write_kineto_json, write_kineto_ranks, write_nsys_sqlite
 
 HERE = Path(__file__).resolve().parent
 SAMPLES = (

@@ -26,11 +26,11 @@ import pytest
 
 import traceq
 import traceq.loading
+from tracegen import Scenario, build_timeline, write_kineto_ranks, write_nsys_per_rank
 from traceq import executors
 from traceq.errors import InvalidArgumentError, TraceqError, UnsupportedFormatError
 from traceq.executors import ExecutorSpec, open_executor
 from traceq.loading import combine, iter_trace_files
-from traceq.synthetic import Scenario, build_timeline, write_kineto_ranks, write_nsys_per_rank
 from traceq.trace import Trace
 
 from .conftest import SAMPLES

@@ -19,6 +19,7 @@ import pytest
 import traceq
 import traceq.api
 import traceq.loading
+from tracegen import build_timeline, preset, write_kineto_ranks, write_nsys_per_rank
 from traceq.analyses import Options, analyze
 from traceq.analyses.findings import find_findings
 from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
@@ -27,7 +28,6 @@ from traceq.errors import DuplicateRankError, InvalidArgumentError, UnsupportedF
 from traceq.pipeline import report_parts
 from traceq.report.model import Report, ReportSource
 from traceq.report.render import renderer_for
-from traceq.synthetic import build_timeline, preset, write_kineto_ranks, write_nsys_per_rank
 
 from .builders import kernel, launch, nccl, trace
 from .builders import step as step_range

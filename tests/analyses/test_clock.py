@@ -14,13 +14,13 @@ from typing import Any
 import polars as pl
 import pytest
 
+from tracegen import build_timeline, preset
 from traceq.analyses import analyze
 from traceq.analyses.clock import align_clocks, residual_skew_ns
 from traceq.analyses.collectives import collective_calls
 from traceq.analyses.job import analyze_job
 from traceq.analyses.model import JobAnalysis
 from traceq.analyses.steps import devices
-from traceq.synthetic import build_timeline, preset
 
 from ..builders import Row, kernel, table
 

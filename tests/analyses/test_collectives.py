@@ -22,6 +22,7 @@ import polars as pl
 import pytest
 
 import traceq
+from tracegen import build_timeline, preset, write_kineto_ranks, write_nsys_per_rank, write_nsys_sqlite
 from traceq.analyses import analyze
 from traceq.analyses.collectives import collective_calls, kind_expr
 from traceq.analyses.findings import find_findings
@@ -29,7 +30,6 @@ from traceq.analyses.findings_base import FIRE_SHARE
 from traceq.analyses.job import CHANCE_LEVEL, LINK_WAIT_SHARE, MATERIAL_SHARE, analyze_job, summarise_job
 from traceq.analyses.model import ClockAlignment, JobAnalysis
 from traceq.analyses.steps import devices
-from traceq.synthetic import build_timeline, preset, write_kineto_ranks, write_nsys_per_rank, write_nsys_sqlite
 
 from ..builders import Row, kernel, step, table
 

@@ -20,11 +20,10 @@ import polars as pl
 import pytest
 
 import traceq
+from tracegen import KERNELS, MEMORY_BOUND_CLASSES, build_timeline, preset, write_kineto_ranks, write_nsys_sqlite
 from traceq.analyses import analyze
 from traceq.analyses.findings import FINDING_IDS, FIRE_SHARE, find_findings
 from traceq.analyses.model import SEVERITIES, Analysis, Finding
-from traceq.synthetic import KERNELS, build_timeline, preset, write_kineto_ranks, write_nsys_sqlite
-from traceq.synthetic.timeline import MEMORY_BOUND_CLASSES
 
 from ..builders import Row, api, kernel, launch, memcpy, nccl, step, table
 from ..conftest import SHARED_TRACES

@@ -5,6 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from tracegen import KERNELS
+from tracegen import MEMORY_BOUND_CLASSES as GENERATOR_MEMORY_BOUND
 from traceq.analyses.kernel_classes import (
     KERNEL_CLASSES,
     MATH_CLASSES,
@@ -13,8 +15,6 @@ from traceq.analyses.kernel_classes import (
     classify_kernels,
     kernel_class_expr,
 )
-from traceq.synthetic import KERNELS
-from traceq.synthetic.timeline import MEMORY_BOUND_CLASSES as GENERATOR_MEMORY_BOUND
 
 # The generator's classes, in traceq's names: its log-softmax "loss" kernels are softmax kernels.
 GENERATOR_TO_TRACEQ = {"reduce": {"reduction"}, "loss": {"loss", "softmax"}}

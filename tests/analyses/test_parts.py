@@ -13,11 +13,11 @@ from typing import Any
 import polars as pl
 import pytest
 
+from tracegen import Scenario, build_timeline, write_kineto_ranks
 from traceq.analyses import Options
 from traceq.analyses.findings import RANKED_RULES
 from traceq.analyses.parts import PartSummary, summarise_part
 from traceq.loading import load
-from traceq.synthetic import Scenario, build_timeline, write_kineto_ranks
 from traceq.trace import Trace
 
 from ..builders import kernel, launch, step, trace

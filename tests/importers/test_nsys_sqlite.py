@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tracegen import build_timeline, preset, write_big_nsys_sqlite, write_nsys_per_rank, write_nsys_sqlite
 from traceq import schema
 from traceq.errors import CorruptTraceError, InputNotFoundError, UnsupportedFormatError, UnsupportedVersionError
 from traceq.importers import nsys_compiled, nsys_tables
@@ -25,8 +26,6 @@ from traceq.importers.nsys_sqlite import NOT_IMPORTED_TABLES, read_nsys_sqlite
 from traceq.importers.result import ImportResult
 from traceq.importers.time_sort import sort_by_time
 from traceq.loading import load
-from traceq.synthetic import build_timeline, preset, write_nsys_per_rank, write_nsys_sqlite
-from traceq.synthetic.big import write_big_nsys_sqlite
 
 SAMPLES = Path(__file__).resolve().parents[2] / ".." / "shared" / "sample_traces" / "nsys"
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.glob("*.sqlite")) or ["(no samples)"]

@@ -399,7 +399,7 @@ def test_the_ranks_section_shows_the_job_verdict_skew_heatmap_and_straggler(samp
 
 def test_a_multi_process_export_without_ranks_gets_a_job_section(tmp_path: Path) -> None:
     """One nsys export of four processes names no rank: the section labels GPUs and still finds GPU 2."""
-    from traceq.synthetic import build_timeline, preset, write_nsys_sqlite
+    from tracegen import build_timeline, preset, write_nsys_sqlite
 
     path = write_nsys_sqlite(build_timeline(preset("straggler_job")), tmp_path / "job.nsys.sqlite")
     report = sample_report(path)

@@ -89,7 +89,7 @@ def _job_numbers(report: dict[str, Any]) -> dict[str, Any]:
 def test_the_job_is_in_the_json_report_and_identical_across_formats(samples: Path, tmp_path: Path) -> None:
     """``sample_traces/ranks`` (Kineto, one file per rank) and the same job as one nsys export of
     four processes: the same collectives, waits, per-rank numbers and verdict."""
-    from traceq.synthetic import build_timeline, preset, write_nsys_sqlite
+    from tracegen import build_timeline, preset, write_nsys_sqlite
 
     kineto = traceq.report(traceq.load(samples / "ranks")).to_dict()
     nsys_path = write_nsys_sqlite(build_timeline(preset("straggler_job")), tmp_path / "job.nsys.sqlite")

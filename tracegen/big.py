@@ -22,8 +22,10 @@ from typing import Final
 
 import polars as pl
 
-from traceq.synthetic.nsys_writer import write_nsys_sqlite
-from traceq.synthetic.timeline import Scenario, Timeline, build_timeline
+from tracegen.nsys.writer import write_nsys_sqlite
+from tracegen.scenario import Scenario
+from tracegen.simulator.job import build_timeline
+from tracegen.timeline import Timeline
 
 DEFAULT_LAYERS: Final = 32
 """About a thousand GPU activities and eleven hundred API calls per step and rank."""

@@ -1,4 +1,4 @@
-"""Write one rank of a synthetic :class:`~traceq.synthetic.timeline.Timeline` as a PyTorch-profiler
+"""Write one rank of a synthetic :class:`~tracegen.timeline.Timeline` as a PyTorch-profiler
 (Kineto) trace, ``*.pt.trace.json[.gz]``.
 
 The layout is that of a current Kineto (PyTorch 2.7+) trace: the object form with
@@ -12,7 +12,7 @@ enclosing their ``cuda_runtime`` calls (linked by ``External id``); ``user_annot
 overlap its kernels, as in PyTorch 2.5-2.9; Kineto moved them to ``stream + 1000000`` in 2026);
 ``ac2g`` flow pairs keyed by the correlation id; ``M`` process/thread names; the profiler's own
 ``Trace`` span and instant markers.  The ns values equal those of the nsys export of the same
-timeline (see :mod:`traceq.synthetic.timeline`).
+timeline (see :mod:`tracegen.timeline`).
 
 Events are written as text in chunks (one step at a time) rather than through ``json.dumps`` per
 event, so multi-GB traces stay affordable.  A ``.gz`` path is gzip-compressed with ``mtime=0``
@@ -31,19 +31,12 @@ from typing import Final, Protocol
 
 import numpy as np
 
-from traceq.synthetic.timeline import (
-    KINETO_BASE_TIME_NS,
-    Event,
-    GpuSpec,
-    KernelSpec,
-    ProcessInfo,
-    Timeline,
-    kineto_category,
-)
+from tracegen.catalogue import GpuSpec, KernelSpec
+from tracegen.event import CUDA_EVENT_ID_BASE, Event, kineto_category
+from tracegen.timeline import KINETO_BASE_TIME_NS, ProcessInfo, Timeline
 
 NCCL_VERSION: Final = "2.21.5"
 _GZIP_LEVEL: Final = 6
-_CUDA_EVENT_ID_BASE: Final = 6_800
 _SPAN_SORT_INDEX: Final = 536_870_912
 _GPU_SORT_INDEX_BASE: Final = 16_777_216
 _CHUNK_CHARS: Final = 1 << 22
@@ -221,7 +214,7 @@ class _Writer:
                 if e.cuda_event_id is not None:
                     wait = (
                         f'"wait_on_stream": {e.wait_on_stream}, "wait_on_cuda_event_record_corr_id": {corr - 1}, '
-                        f'"wait_on_cuda_event_id": {_CUDA_EVENT_ID_BASE + e.cuda_event_id}, '
+                        f'"wait_on_cuda_event_id": {CUDA_EVENT_ID_BASE + e.cuda_event_id}, '
                     )
                 args = f'{ext + ", " if ext else ""}"cuda_sync_kind": "{label}", {wait}{common}'
             cat = kineto_category(e)
@@ -297,6 +290,8 @@ def _header(timeline: Timeline, proc: ProcessInfo) -> str:
         ],
         "nccl_version": NCCL_VERSION,
     }
+    # "traceq.synthetic" (and the "traceq_synthetic" key below): the generator's name when the shipped samples
+    # were first written; it is part of their bytes, so it stays although the package is now tracegen.
     generated = {"generator": "traceq.synthetic", "scenario": sc.name, "seed": sc.seed, "rank": proc.rank}
     trace_id = hashlib.sha256(f"{sc.name}/{sc.seed}/{proc.rank}".encode()).hexdigest()[:32].upper()
     return (

@@ -1,0 +1,76 @@
+"""The shipped samples (``sample_traces/``): up to date with the generator, small, and imported by
+traceq as planted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+
+import polars as pl
+import pytest
+
+from .planted import MIB, REPO, kinds, truth
+
+# --------------------------------------------------------------------------- shipped samples
+
+SAMPLE_FILES = (
+    "training_step.nsys.sqlite",
+    "training_step.pt.trace.json.gz",
+    *(f"ranks/rank{r}.pt.trace.json.gz" for r in range(4)),
+)
+
+
+def make_samples() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("make_samples", REPO / "sample_traces" / "make_samples.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_shipped_samples_are_up_to_date_and_small(samples: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert make_samples().main(["--check", "--out", str(samples)]) == 0, capsys.readouterr().err
+    for name in SAMPLE_FILES:
+        assert (samples / name).stat().st_size < MIB, name
+
+
+# --------------------------------------------------------------------------- traceq's own importers
+
+
+def importers_or_skip() -> ModuleType:
+    for module in ("traceq.importers.nsys_sqlite", "traceq.importers.kineto"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not written yet")
+    import traceq.importers
+
+    return traceq.importers
+
+
+GPU_API_COLUMNS = ["kind", "start_ns", "end_ns", "pid", "device", "stream", "correlation", "is_comm"]
+
+
+def comparable(df: pl.DataFrame, kinds_: Iterable[str], columns: list[str]) -> pl.DataFrame:
+    rows = df.filter(pl.col("kind").cast(pl.String).is_in(list(kinds_)))
+    rows = rows.select([pl.col(c).cast(pl.String) if c in ("kind", "name") else pl.col(c) for c in columns])
+    return rows.sort(columns, nulls_last=True)
+
+
+@pytest.mark.parametrize(
+    ("sample", "view"),
+    [("training_step.nsys.sqlite", "nsys"), ("training_step.pt.trace.json.gz", "kineto")],
+)
+def test_traceq_imports_the_samples_as_planted(samples: Path, sample: str, view: str) -> None:
+    imported = pl.from_arrow(importers_or_skip().read_file(samples / sample).events)
+    assert isinstance(imported, pl.DataFrame)
+    planted = truth("training_step", view)
+    got = kinds(imported)
+    assert {k: got.get(k, 0) for k in kinds(planted)} == kinds(planted)
+    gpu_api = ("kernel", "memcpy", "memset", "gpu_sync", "cuda_api")
+    assert comparable(imported, gpu_api, GPU_API_COLUMNS).equals(comparable(planted, gpu_api, GPU_API_COLUMNS))
+    named = ["kind", "start_ns", "end_ns", "name"]
+    assert comparable(imported, ("kernel", "cuda_api", "range"), named).equals(
+        comparable(planted, ("kernel", "cuda_api", "range"), named)
+    )
