@@ -18,7 +18,7 @@ from typing import Any, Final
 import pytest
 
 import traceq
-from traceq.report.html import render_html
+from traceq.report.html.page import render_html
 from traceq.report.model import Report
 from traceq.report.timeline import timeline_excerpt
 

@@ -10,7 +10,7 @@ import pytest
 import traceq
 from traceq.analyses import analyze
 from traceq.analyses.model import StepBreakdown
-from traceq.report.html_charts import timeline_rows
+from traceq.report.html.charts_timeline import timeline_rows
 from traceq.report.model import TimelineExcerpt
 from traceq.report.timeline import pick_steps, timeline_excerpt
 
