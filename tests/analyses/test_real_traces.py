@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 import traceq
-from traceq.report.html import render_html
+from traceq.report.html.page import render_html
 from traceq.report.text import render_text
 
 from ..conftest import REPO, SHARED_TRACES

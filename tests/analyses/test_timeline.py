@@ -11,7 +11,7 @@ import traceq
 from traceq.analyses import analyze
 from traceq.analyses.model import StepBreakdown
 from traceq.analyses.timeline import TimelineExcerpt, pick_steps, timeline_excerpt
-from traceq.report.html_charts import timeline_rows
+from traceq.report.html.charts_timeline import timeline_rows
 
 from ..builders import api, kernel, launch, memcpy, nccl, step, table
 

@@ -19,7 +19,7 @@ import pytest
 
 import traceq
 from traceq.analyses.timeline import timeline_excerpt
-from traceq.report.html import render_html
+from traceq.report.html.page import render_html
 from traceq.report.model import Report
 
 from ..conftest import REPO

@@ -18,8 +18,8 @@ from traceq.analyses import Options, analyze
 from traceq.analyses.model import Evidence, Finding, Mfu, MfuStep
 from traceq.analyses.timeline import timeline_excerpt
 from traceq.meta import GpuInfo, SourceMeta
-from traceq.report.html import cdn_url, render_html, script_json
-from traceq.report.html_charts import plot_text
+from traceq.report.html.chart_style import plot_text
+from traceq.report.html.page import cdn_url, render_html, script_json
 from traceq.report.model import Report
 from traceq.stats import CategoryCount, ImportStats
 from traceq.trace import Trace, TraceMeta

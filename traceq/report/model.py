@@ -34,13 +34,13 @@ class ReportSource:
     import_stats: tuple[CategoryCount, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Report:
     """A trace's analysis, ready to render: what :func:`traceq.report` returns and every renderer
     draws; ``job`` is the cross-rank analysis of a trace with two or more devices
     (``docs/multi-rank.md``), null otherwise.  Built by :mod:`traceq.pipeline`."""
 
-    schema_version: int = field(default=REPORT_SCHEMA_VERSION, init=False)
+    schema_version: int = REPORT_SCHEMA_VERSION
     source: ReportSource
     step_pattern: str
     devices: tuple[DeviceBreakdown, ...]

@@ -30,7 +30,7 @@ class HtmlRenderer:
     cdn: bool = False
 
     def render(self, report: Report) -> str:
-        from traceq.report.html import render_html
+        from traceq.report.html.page import render_html
 
         return render_html(report, cdn=self.cdn)
 
