@@ -641,7 +641,7 @@ def test_shipped_samples_are_up_to_date_and_small(samples: Path, capsys: pytest.
 
 
 def importers_or_skip() -> ModuleType:
-    for module in ("traceq.importers.nsys_sqlite", "traceq.importers.kineto"):
+    for module in ("traceq.importers.nsys.sqlite_importer", "traceq.importers.kineto.importer"):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not written yet")
     import traceq.importers

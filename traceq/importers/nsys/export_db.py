@@ -7,7 +7,7 @@ This module owns everything that touches SQLite for the nsys importer:
 * resolving table names (``NAME`` exactly, else the highest ``NAME_V<n>``), and probing columns with
   ``PRAGMA table_info`` so callers select only what this export has;
 * bulk reads of whole columns into polars frames, with no Python loop per row.  Three backends give
-  the same frames: for integer columns the compiled reader (:mod:`traceq.importers._nsys_read`,
+  the same frames: for integer columns the compiled reader (:mod:`traceq.importers.nsys._column_reader`,
   which steps SQLite straight into Arrow buffers, about twice as fast as ADBC); the ADBC SQLite
   driver (``adbc-driver-sqlite``, Arrow-native and about three times faster than ``sqlite3``) when it
   is installed; else the standard library's ``sqlite3``;
@@ -15,14 +15,14 @@ This module owns everything that touches SQLite for the nsys importer:
   threads (both fast backends release the GIL, so they run on separate cores) and handed over in
   file order, so that a caller converts one chunk while the next ones are read and no table is ever
   held whole in its raw form.  A chunk whose columns are all integers is read by the compiled
-  reader (:mod:`traceq.importers.nsys_compiled`); where it is not built, no SQLite library is found
+  reader (:mod:`traceq.importers.nsys.column_reader`); where it is not built, no SQLite library is found
   for it, ``TRACEQ_NSYS_COMPILED_READER`` is ``0``, or the chunk holds a value that is not an
   integer or NULL (the reader then declines; it never converts), the chunk is read through ADBC,
   else ``sqlite3``;
 * ``StringIds`` look-ups for only the ids a caller needs.
 
 Callers describe a read as ``{column: polars dtype}``; columns the table lacks come back as nulls,
-so the converters in :mod:`traceq.importers.nsys_sqlite` never branch on the nsys version to read.
+so the converters in :mod:`traceq.importers.nsys.sqlite_importer` never branch on the nsys version to read.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ import polars as pl
 import pyarrow as pa
 
 from traceq.errors import CorruptTraceError
-from traceq.importers import nsys_compiled
-from traceq.importers.nsys_compiled import (
+from traceq.importers.nsys import column_reader
+from traceq.importers.nsys.column_reader import (
     compiled_frame,
     compiled_reader_available,
     is_compiled_error,
@@ -105,7 +105,7 @@ class ExportDb:
         if self._readers is not None:
             self._readers.close()
             self._readers = None
-            nsys_compiled.trim()
+            column_reader.trim()
 
     def table(self, name: str) -> str | None:
         """The table holding ``name``'s data: ``name`` itself, else its highest ``_V<n>``, else None."""
@@ -288,7 +288,7 @@ class _ChunkReaders:
 
     def _read(self, sql: str, spec: ColumnSpec, compiled: bool, rows_hint: int) -> pl.DataFrame | None:
         if compiled:
-            reader = self._connection("compiled", lambda: nsys_compiled.connect(self.uri))
+            reader = self._connection("compiled", lambda: column_reader.connect(self.uri))
             result = reader.read(sql, rows_hint)
             if not isinstance(result, str):
                 return compiled_frame(result, spec)
@@ -341,7 +341,7 @@ def open_export(path: Path) -> ExportDb:
 
 def reader_backend() -> str:
     """How :meth:`ExportDb.read_chunks` reads integer columns: ``compiled`` (see
-    :func:`~traceq.importers.nsys_compiled.compiled_reader_available`), else ``adbc`` when the ADBC
+    :func:`~traceq.importers.nsys.column_reader.compiled_reader_available`), else ``adbc`` when the ADBC
     SQLite driver is importable, else ``sqlite3``.  Text columns, declined chunks and the other
     reads use ADBC, else ``sqlite3``."""
     if compiled_reader_available():

@@ -1,18 +1,8 @@
-"""Import PyTorch profiler (Kineto) and other Chrome-trace JSON files: :func:`read_kineto`.
+"""The Kineto importer's entry point: :func:`read_kineto`, which ties the stages together.
 
-The work is split by stage, one module each:
-
-* :mod:`~traceq.importers.kineto_scan` -- bytes: map or gunzip the file, find the event array;
-* :mod:`~traceq.importers.kineto_fast` (over the compiled ``_kineto_scan``) -- one validating pass
-  over a block of events that writes the columns of the fields read;
-* :mod:`~traceq.importers.kineto_parse` -- the raw event frame by the columnar fast path, and
-  :mod:`~traceq.importers.kineto_lenient` -- the same frame by the lenient fallback;
-* :mod:`~traceq.importers.kineto_compact` -- per-event normalisation, a block at a time;
-* :mod:`~traceq.importers.kineto_normalise` -- what needs the whole trace: pairs, links, kinds, stats;
-* :mod:`~traceq.importers.kineto_meta` -- SourceMeta.
-
-This module ties them together and owns the errors the user sees.  ``docs/importers-kineto.md``
-describes what is read per PyTorch era and why.
+The stages are the modules of :mod:`traceq.importers.kineto` (its docstring lists them in order);
+this module runs them, falls back from the fast parser to the lenient one, and owns the errors the
+user sees.  ``docs/importers-kineto.md`` describes what is read per PyTorch era and why.
 """
 
 from __future__ import annotations
@@ -24,13 +14,14 @@ import polars as pl
 
 from traceq import schema
 from traceq.errors import EmptyTraceError, UnsupportedFormatError
-from traceq.importers.kineto_compact import compact
-from traceq.importers.kineto_fast import FastPathDeclined, Raw
-from traceq.importers.kineto_lenient import parse_lenient
-from traceq.importers.kineto_meta import build_meta, distributed_int, event_facts
-from traceq.importers.kineto_normalise import normalise
-from traceq.importers.kineto_parse import ParsedTrace, parse_fast
-from traceq.importers.kineto_scan import InflatedPastHint, Inflating, open_trace, read_trace_bytes
+from traceq.importers.kineto.compact import compact
+from traceq.importers.kineto.fast_parser import parse_fast
+from traceq.importers.kineto.lenient_parser import parse_lenient
+from traceq.importers.kineto.meta import build_meta, distributed_int, event_facts
+from traceq.importers.kineto.normalise import normalise
+from traceq.importers.kineto.raw_frame import ParsedTrace
+from traceq.importers.kineto.scanner import FastPathDeclined
+from traceq.importers.kineto.trace_bytes import InflatedPastHint, Inflating, Raw, open_trace, read_trace_bytes
 from traceq.importers.result import ImportResult
 from traceq.importers.time_sort import sort_by_time
 from traceq.stats import ImportStats
