@@ -5,12 +5,12 @@
 * :mod:`traceq.importers.nsys` -- Nsight Systems SQLite exports and ``.nsys-rep`` reports
   (``nsys.sqlite_importer.read_nsys_sqlite``, ``nsys.rep_importer.read_nsys_rep``).
 
-What both share lies here: :class:`ImportResult` (``result``), the sort of the rows by time
-(``time_sort``), per-row look-ups (``lookups``), Arrow buffers into polars (``arrow_capsule``) and
-the compiled readers' buffer pool (``_buffers.h``).  :func:`detect_format` sniffs the first bytes
-(gzip, SQLite, Parquet and JSON magic) and falls back on the suffix only for
-``.nsys-rep``/``.qdrep``, whose container is opaque; :func:`read_file` dispatches.  Importers know
-nothing of analyses.
+What both share lies here: :class:`ImportResult` (``result``), the last step that conforms,
+sorts and validates the rows (``event_rows``, over ``time_sort``), per-row look-ups
+(``lookups``), Arrow buffers into polars (``arrow_capsule``) and the compiled readers' buffer pool
+(``_buffers.h``).  :func:`detect_format` sniffs the first bytes (gzip, SQLite, Parquet and JSON
+magic) and falls back on the suffix only for ``.nsys-rep``/``.qdrep``, whose container is opaque;
+:func:`read_file` dispatches.  Importers know nothing of analyses.
 """
 
 from __future__ import annotations

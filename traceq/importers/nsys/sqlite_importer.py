@@ -4,8 +4,8 @@
 has (any table may be missing; columns differ between nsys 2021 and 2026; ``_V<n>`` table names
 stand in for missing bare ones), reads whole columns into polars (the large tables in chunks, read
 ahead on a few threads: :meth:`~traceq.importers.nsys.export_db.ExportDb.read_chunks`), converts
-each chunk (:mod:`traceq.importers.nsys.convert`), sorts the result by time
-(:mod:`traceq.importers.time_sort`), and accounts for every source row in the
+each chunk (:mod:`traceq.importers.nsys.convert`), makes the event table of the pieces, sorted by
+time (:class:`~traceq.importers.event_rows.EventRows`), and accounts for every source row in the
 :class:`~traceq.stats.ImportStats`:
 
 ==================================== ============ =============================================
@@ -35,6 +35,7 @@ import polars as pl
 
 from traceq import schema
 from traceq.errors import InputNotFoundError, UnsupportedFormatError, UnsupportedVersionError
+from traceq.importers.event_rows import EventRows
 from traceq.importers.nsys import export_db
 from traceq.importers.nsys import meta as export_meta
 from traceq.importers.nsys.convert import (
@@ -66,7 +67,6 @@ from traceq.importers.nsys.convert import (
 from traceq.importers.nsys.export_db import ExportDb, open_export
 from traceq.importers.nsys.strings import StringLookup
 from traceq.importers.result import ImportResult
-from traceq.importers.time_sort import sort_by_time
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.stats import CategoryCount, ImportStats
 
@@ -146,7 +146,7 @@ class _Import:
         self.source = source
         self.fmt = fmt
         self.counts: list[CategoryCount] = []
-        self.frames: list[pl.DataFrame] = []
+        self.rows = EventRows()
         self.warnings: list[str] = []
         self.ranks = pl.DataFrame()
         self.strings = StringLookup(db)
@@ -250,7 +250,7 @@ class _Import:
             extra["rank"] = pl.col("_proc").replace_strict(
                 self.ranks["proc"], self.ranks["rank"], default=None, return_dtype=pl.Int32
             )
-        self.frames.append(schema.conform(frame.with_columns(**extra)))
+        self.rows.add(frame.with_columns(**extra))
 
     def _count_not_imported(self) -> None:
         for name in NOT_IMPORTED_TABLES:
@@ -274,9 +274,7 @@ class _Import:
 
     def _events(self) -> pl.DataFrame:
         """Every kept row, sorted by start then end (ties in table and file order), validated."""
-        if not self.frames:
-            return schema.validate(schema.empty_frame())
-        return schema.validate(sort_by_time(self.frames, chunk_rows=export_db.CHUNK_ROWS))
+        return self.rows.sorted_table(chunk_rows=export_db.CHUNK_ROWS)
 
     def _env_rank(self, env: export_meta.LaunchEnv, events: pl.DataFrame) -> int | None:
         """The captured environment's ``RANK``, where it speaks for the whole export: no MPI rank
