@@ -3,7 +3,7 @@ traceq.importers.nsys.export_db.ExportDb.read_chunks).
 
 It reads a query whose columns hold integers and NULLs into int64 buffers with Arrow validity
 bitmaps, and must give exactly the rows the ``sqlite3`` module gives; anything else it declines,
-and the chunk is read by the other backends; SQLite's own failures become CorruptTraceError; and a
+and the chunk is read through ADBC; SQLite's own failures become CorruptTraceError; and a
 whole import is the same with the reader on and off (``TRACEQ_NSYS_COMPILED_READER=0``).
 """
 
@@ -179,7 +179,7 @@ def test_a_closed_connection_refuses_to_read(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# read_chunks: the reader where it can, the other backends where it declines
+# read_chunks: the reader where it can, ADBC where it declines
 
 
 def test_chunks_equal_the_sqlite3_rows_in_order(tmp_path: Path) -> None:
@@ -192,7 +192,7 @@ def test_chunks_equal_the_sqlite3_rows_in_order(tmp_path: Path) -> None:
     assert pl.concat(pieces).rows() == [(c, a, b, None) for a, b, c in rows]
 
 
-def test_a_declined_chunk_is_read_through_the_other_backends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_declined_chunk_is_read_through_adbc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rows: list[tuple[Any, ...]] = [(i, None if i == 3 else i) for i in range(10)]
     rows[7] = (7, 7.0)  # kept as REAL by the untyped column
     path = write_table(tmp_path / "t.sqlite", ("a INTEGER", "b"), rows)
@@ -203,20 +203,12 @@ def test_a_declined_chunk_is_read_through_the_other_backends(tmp_path: Path, mon
     ]
     assert pl.concat(pieces).rows() == [(i, None if i == 3 else i) for i in range(10)]
     monkeypatch.setenv(column_reader.COMPILED_READER_ENV, "0")
-    assert export_db.reader_backend() in ("adbc", "sqlite3")
+    assert export_db.reader_backend() == "adbc"
     without, _ = chunks(path, "T", spec, chunk_rows=3)
     assert pl.concat(pieces).equals(pl.concat(without))
 
 
-def test_a_declined_chunk_without_adbc_is_read_through_sqlite3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(export_db._ADBC, "dbapi", None)
-    path = write_table(tmp_path / "t.sqlite", ("a INTEGER", "b"), [(i, 4.0 if i == 4 else i) for i in range(9)])
-    pieces, declined = chunks(path, "T", {"a": INT, "b": INT}, chunk_rows=4)
-    assert len(declined) == 1
-    assert pl.concat(pieces).rows() == [(i, i) for i in range(9)]
-
-
-def test_a_text_column_is_left_to_the_other_backends(tmp_path: Path) -> None:
+def test_a_text_column_is_left_to_adbc(tmp_path: Path) -> None:
     path = write_table(tmp_path / "t.sqlite", ("a INTEGER", "t TEXT"), [(i, f"x{i}") for i in range(9)])
     pieces, declined = chunks(path, "T", {"a": INT, "t": export_db.TEXT}, chunk_rows=4)
     assert not declined  # never asked: the chunk's columns are not all integers
@@ -281,7 +273,7 @@ def import_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, chunk_rows: in
     assert export_db.reader_backend() == "compiled"
     on = read_nsys_sqlite(path)
     monkeypatch.setenv(column_reader.COMPILED_READER_ENV, "0")
-    assert export_db.reader_backend() in ("adbc", "sqlite3")
+    assert export_db.reader_backend() == "adbc"
     off = read_nsys_sqlite(path)
     assert on.events.schema == off.events.schema
     assert on.events.equals(off.events)

@@ -65,7 +65,7 @@ def stats_by_category(result: ImportResult) -> dict[str, tuple[int, int, dict[st
     return {c.category: (c.events, c.rows, dict(c.skipped)) for c in result.stats.counts}
 
 
-@pytest.fixture(params=["sqlite3", "adbc", "adbc-chunked", "compiled", "compiled-chunked"])
+@pytest.fixture(params=["adbc", "adbc-chunked", "compiled", "compiled-chunked"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Run a test once per reader backend, and with ADBC and the compiled reader reading (and the
     sort writing) in chunks of two rows, so that every table of the tiny exports is split; all must
@@ -73,11 +73,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     if not request.param.startswith("compiled"):
         monkeypatch.setenv(column_reader.COMPILED_READER_ENV, "0")
     elif not column_reader.compiled_reader_available():
-        pytest.skip("the compiled reader is not built or found no SQLite library; the others are tested")
-    if request.param == "sqlite3":
-        monkeypatch.setitem(export_db._ADBC, "dbapi", None)
-    elif request.param.startswith("adbc") and export_db.reader_backend() != "adbc":
-        pytest.skip("adbc-driver-sqlite is not installed; the sqlite3 backend is tested instead")
+        pytest.skip("the compiled reader is not built or found no SQLite library; ADBC is tested")
     if request.param.endswith("-chunked"):
         monkeypatch.setattr(export_db, "CHUNK_ROWS", 2)
     yield request.param
@@ -527,21 +523,7 @@ def test_real_export_is_opened_read_only(sample: Path) -> None:
 
 
 @pytest.mark.real
-def test_real_export_is_the_same_through_both_backends(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(column_reader.COMPILED_READER_ENV, "0")  # tests/importers/nsys/test_column_reader.py compares it
-    if export_db.reader_backend() != "adbc":
-        pytest.skip("adbc-driver-sqlite is not installed; nothing to compare the sqlite3 backend with")
-    fast = read_nsys_sqlite(sample)
-    monkeypatch.setitem(export_db._ADBC, "dbapi", None)
-    plain = read_nsys_sqlite(sample)
-    assert fast.events.equals(plain.events)
-    assert (fast.stats, fast.meta) == (plain.stats, plain.meta)
-
-
-@pytest.mark.real
 def test_real_export_is_the_same_read_in_small_chunks(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if export_db.reader_backend() == "sqlite3":
-        pytest.skip("neither the compiled reader nor adbc-driver-sqlite is available; sqlite3 reads whole")
     whole = read_nsys_sqlite(sample)
     monkeypatch.setattr(export_db, "CHUNK_ROWS", 1000)
     chunked = read_nsys_sqlite(sample)
@@ -560,8 +542,6 @@ def as_strings(result: ImportResult) -> pl.DataFrame:
 
 
 def test_read_chunks_equals_one_read(tmp_path: Path) -> None:
-    if export_db.reader_backend() == "sqlite3":
-        pytest.skip("neither the compiled reader nor adbc-driver-sqlite is available; sqlite3 reads whole")
     rows = [(i, i + 5, None if i < 4 else i % 3, f"t{i}" if i % 2 else None) for i in range(20)]
     path = make_export(tmp_path / "t.sqlite", {"T": (("start", "end", "streamId", "text"), rows)})
     conn = sqlite3.connect(path)

@@ -33,7 +33,7 @@ except ImportError:  # a source tree imported without its compiled module (pip i
 
 COMPILED_READER_ENV: Final = "TRACEQ_NSYS_COMPILED_READER"
 """Environment variable: ``0`` turns the compiled reader off, so that every chunk is read through
-ADBC (else ``sqlite3``), as where it is not built; read at each
+ADBC, as where it is not built; read at each
 :meth:`~traceq.importers.nsys.export_db.ExportDb.read_chunks` call."""
 
 
