@@ -12,6 +12,8 @@ from types import ModuleType
 import polars as pl
 import pytest
 
+import traceq.importers
+
 from .planted import MIB, REPO, kinds, truth
 
 # --------------------------------------------------------------------------- shipped samples
@@ -40,15 +42,6 @@ def test_shipped_samples_are_up_to_date_and_small(samples: Path, capsys: pytest.
 # --------------------------------------------------------------------------- traceq's own importers
 
 
-def importers_or_skip() -> ModuleType:
-    for module in ("traceq.importers.nsys_sqlite", "traceq.importers.kineto"):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not written yet")
-    import traceq.importers
-
-    return traceq.importers
-
-
 GPU_API_COLUMNS = ["kind", "start_ns", "end_ns", "pid", "device", "stream", "correlation", "is_comm"]
 
 
@@ -63,7 +56,7 @@ def comparable(df: pl.DataFrame, kinds_: Iterable[str], columns: list[str]) -> p
     [("training_step.nsys.sqlite", "nsys"), ("training_step.pt.trace.json.gz", "kineto")],
 )
 def test_traceq_imports_the_samples_as_planted(samples: Path, sample: str, view: str) -> None:
-    imported = pl.from_arrow(importers_or_skip().read_file(samples / sample).events)
+    imported = pl.from_arrow(traceq.importers.read_file(samples / sample).events)
     assert isinstance(imported, pl.DataFrame)
     planted = truth("training_step", view)
     got = kinds(imported)

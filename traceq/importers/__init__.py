@@ -1,8 +1,16 @@
-"""Importers: one module per source format, each a function ``path -> ImportResult``.
+"""Importers: one subpackage per source family, each entry point a function ``path -> ImportResult``.
 
-:func:`detect_format` sniffs the first bytes (gzip, SQLite, Parquet and JSON magic) and falls back
-on the suffix only for ``.nsys-rep``/``.qdrep``, whose container is opaque; :func:`read_file`
-dispatches.  Importers know nothing of analyses.
+* :mod:`traceq.importers.kineto` -- PyTorch profiler / Chrome-trace JSON
+  (``kineto.importer.read_kineto``);
+* :mod:`traceq.importers.nsys` -- Nsight Systems SQLite exports and ``.nsys-rep`` reports
+  (``nsys.sqlite_importer.read_nsys_sqlite``, ``nsys.rep_importer.read_nsys_rep``).
+
+What both share lies here: :class:`ImportResult` (``result``), the last step that conforms,
+sorts and validates the rows (``event_rows``, over ``time_sort``), per-row look-ups
+(``lookups``), Arrow buffers into polars (``arrow_capsule``) and the compiled readers' buffer pool
+(``_buffers.h``).  :func:`detect_format` sniffs the first bytes (gzip, SQLite, Parquet and JSON
+magic) and falls back on the suffix only for ``.nsys-rep``/``.qdrep``, whose container is opaque;
+:func:`read_file` dispatches.  Importers know nothing of analyses.
 """
 
 from __future__ import annotations
@@ -76,14 +84,14 @@ def read_file(path: Path, fmt: Format | None = None) -> ImportResult:
             "is a traceq Parquet table, not a source trace", path=path, hint="open it with traceq.load()"
         )
     if fmt == "nsys-sqlite":
-        from traceq.importers.nsys_sqlite import read_nsys_sqlite
+        from traceq.importers.nsys.sqlite_importer import read_nsys_sqlite
 
         return read_nsys_sqlite(path)
     if fmt == "nsys-rep":
-        from traceq.importers.nsys_rep import read_nsys_rep
+        from traceq.importers.nsys.rep_importer import read_nsys_rep
 
         return read_nsys_rep(path)
-    from traceq.importers.kineto import read_kineto
+    from traceq.importers.kineto.importer import read_kineto
 
     return read_kineto(path)
 

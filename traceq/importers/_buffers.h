@@ -1,5 +1,5 @@
 /*
- * traceq/importers/_buffers.h: output memory of the compiled readers (_kineto_scan.c, _nsys_read.c).
+ * traceq/importers/_buffers.h: output memory of the compiled readers (kineto/_scanner.c, nsys/_column_reader.c).
  *
  * A reader writes columns into malloc'd buffers and hands them to Python without a copy as Buffer
  * objects (read through the buffer protocol, so pyarrow and polars wrap them in place).  When

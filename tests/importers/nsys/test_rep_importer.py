@@ -1,4 +1,4 @@
-"""Specification of the .nsys-rep importer (traceq.importers.nsys_rep).
+"""Specification of the .nsys-rep importer (traceq.importers.nsys.rep_importer).
 
 No real ``nsys`` is needed: a fake one, written by the tests, records its arguments and copies a
 real export to the ``--output`` path, which is all ``nsys export --type sqlite`` does as far as
@@ -17,11 +17,12 @@ import pytest
 
 from traceq import schema
 from traceq.errors import ExternalToolError, NsysNotFoundError
-from traceq.importers import nsys_rep, read_file
-from traceq.importers.nsys_rep import read_nsys_rep
-from traceq.importers.nsys_sqlite import read_nsys_sqlite
+from traceq.importers import read_file
+from traceq.importers.nsys import rep_importer
+from traceq.importers.nsys.rep_importer import read_nsys_rep
+from traceq.importers.nsys.sqlite_importer import read_nsys_sqlite
 
-SAMPLES = Path(__file__).resolve().parents[2] / ".." / "shared" / "sample_traces" / "nsys"
+SAMPLES = Path(__file__).resolve().parents[3] / ".." / "shared" / "sample_traces" / "nsys"
 SAMPLE = "nsysai_mock_2026.1.1_rtx3080.sqlite"
 
 FAKE_NSYS = """\
@@ -137,7 +138,7 @@ def test_report_newer_than_its_export_is_exported_again(report: Path, fake_nsys:
 def test_read_only_report_folder_exports_into_the_cache_dir(
     report: Path, fake_nsys: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(nsys_rep, "folder_is_writable", lambda folder: folder != report.parent)
+    monkeypatch.setattr(rep_importer, "folder_is_writable", lambda folder: folder != report.parent)
     result = read_nsys_rep(report)
     export = Path(result.meta.properties["sqlite_export"])
     assert export.parent == tmp_path / "cache"

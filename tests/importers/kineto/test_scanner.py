@@ -1,4 +1,4 @@
-"""The compiled scanner of the Kineto fast path (``_kineto_scan.c`` through ``kineto_fast``).
+"""The compiled scanner of the Kineto fast path (``_scanner.c`` through ``scanner``).
 
 Specification: on any strict-JSON trace the scanner either declines or reads exactly what the
 lenient path (Python's ``json``) reads -- checked here on generated events with every value kind a
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import mmap
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from traceq import schema
-from traceq.importers import kineto_fast
-from traceq.importers.kineto import read_kineto
+from traceq.importers.arrow_capsule import series_of
+from traceq.importers.kineto import raw_frame, scanner, trace_bytes
+from traceq.importers.kineto.importer import read_kineto
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 NUMBER = st.one_of(
@@ -146,8 +145,8 @@ def test_numbers_are_read_correctly_rounded_like_python(tmp_path: Path) -> None:
     ]
     events = ",".join(f'{{"ph":"C","name":"n{i}","pid":1,"tid":1,"ts":{t},"args":{{}}}}' for i, t in enumerate(texts))
     buf = ("[" + events + "]").encode()
-    spec = kineto_fast.FieldSpec.of({"idx": pl.UInt32(), "ts": pl.Float64()}, ())
-    block = kineto_fast.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0)
+    spec = scanner.FieldSpec.of({"idx": pl.UInt32(), "ts": pl.Float64()}, ())
+    block = scanner.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0)
     got = block.frame["ts"].to_list()
     assert [math.copysign(1, v) * abs(v) for v in got] == [float(t) for t in texts]
     assert block.closed and block.events == len(texts)
@@ -171,12 +170,12 @@ def test_numbers_are_read_correctly_rounded_like_python(tmp_path: Path) -> None:
 )
 def test_a_kernel_grid_is_read_into_three_int32_columns(value: str, expected: tuple[int | None, ...]) -> None:
     buf = f'[{{"ph":"X","ts":1,"args":{{"grid":{value}}}}}]'.encode()
-    spec = kineto_fast.FieldSpec.of(
+    spec = scanner.FieldSpec.of(
         {"idx": pl.UInt32(), "grid_x": pl.Int32(), "grid_y": pl.Int32(), "grid_z": pl.Int32()}, ("grid",)
     )
-    frame = kineto_fast.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0).frame
+    frame = scanner.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0).frame
     assert frame.select("grid_x", "grid_y", "grid_z").row(0) == expected
-    lenient = kineto_fast.triple_of_list(json.loads(value)) if value.startswith("[") else None
+    lenient = raw_frame.triple_of_list(json.loads(value)) if value.startswith("[") else None
     if lenient is not None:
         assert lenient == expected
 
@@ -206,35 +205,35 @@ def test_a_kernel_grid_is_read_into_three_int32_columns(value: str, expected: tu
 )
 def test_the_scanner_declines_what_is_not_strict_json(body: str, reason: str) -> None:
     buf = ("[" + body + "]").encode()
-    spec = kineto_fast.FieldSpec.of(
+    spec = scanner.FieldSpec.of(
         {"idx": pl.UInt32(), "ph": pl.String(), "ts": pl.Float64(), "args.correlation": pl.Int64()}, ()
     )
-    with pytest.raises(kineto_fast.FastPathDeclined, match=reason.replace("(", r"\(")):
-        kineto_fast.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0)
+    with pytest.raises(scanner.FastPathDeclined, match=reason.replace("(", r"\(")):
+        scanner.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0)
 
 
 @pytest.mark.parametrize("raw", [b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82"])
 def test_invalid_utf8_in_a_string_is_declined(raw: bytes) -> None:
     buf = b'[{"ph":"X","name":"a' + raw + b'b","ts":1}]'
-    spec = kineto_fast.FieldSpec.of({"idx": pl.UInt32(), "name": pl.String()}, ())
-    with pytest.raises(kineto_fast.FastPathDeclined, match="invalid UTF-8"):
-        kineto_fast.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0)
+    spec = scanner.FieldSpec.of({"idx": pl.UInt32(), "name": pl.String()}, ())
+    with pytest.raises(scanner.FastPathDeclined, match="invalid UTF-8"):
+        scanner.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0)
 
 
 def test_long_and_escaped_strings_come_back_intact() -> None:
     names = ["", "short", "exactly12byt", "thirteen byte", "ü" * 40, 'q"uo\\te\n', "\U0001f680 rocket " * 3]
     events = ",".join(json.dumps({"ph": "X", "name": n, "ts": 1}, ensure_ascii=i % 2 == 0) for i, n in enumerate(names))
     buf = ("[" + events + "]").encode()
-    spec = kineto_fast.FieldSpec.of({"idx": pl.UInt32(), "name": pl.String()}, ())
-    frame = kineto_fast.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0).frame
+    spec = scanner.FieldSpec.of({"idx": pl.UInt32(), "name": pl.String()}, ())
+    frame = scanner.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0).frame
     assert frame["name"].to_list() == names
 
 
 def test_the_python_codes_are_the_compiled_scanners() -> None:
-    from traceq.importers import _kineto_scan
+    from traceq.importers.kineto import _scanner
 
     for name in ("FLOAT", "INT", "TEXT", "TRIPLE", "ARGS", "PART", "TOP", "IN_ARGS", "CLOSED", "OPEN_END"):
-        assert getattr(kineto_fast, name) == getattr(_kineto_scan, name), name
+        assert getattr(scanner, name) == getattr(_scanner, name), name
 
 
 def test_without_the_compiled_scanner_the_lenient_path_reads_the_file_and_says_why(
@@ -243,10 +242,11 @@ def test_without_the_compiled_scanner_the_lenient_path_reads_the_file_and_says_w
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "k", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}))
     expected = read_kineto(path)
-    monkeypatch.setattr(kineto_fast, "_kineto_scan", None)
+    monkeypatch.setattr(scanner, "_scanner", None)
+    monkeypatch.setattr(trace_bytes, "_scanner", None)  # the same compiled module holds move_pages
     got = read_kineto(path)
     assert got.meta.properties["traceq.parser"] == "lenient"
-    assert any(kineto_fast.NOT_BUILT in w for w in got.meta.warnings)
+    assert any(scanner.NOT_BUILT in w for w in got.meta.warnings)
     assert schema.to_polars(got.events).equals(schema.to_polars(expected.events))
 
 
@@ -278,55 +278,8 @@ def test_dictionary_encoding_gives_the_categorical_a_cast_gives(values: list[str
     nulls = array.null_count
     if nulls == len(values):
         return  # all-null columns are cast, not encoded
-    encoded = kineto_fast._dictionary(bytes(raw), len(values), validity if nulls else None, nulls, list(variadic))
-    column = kineto_fast.series_of("c", encoded)
+    encoded = scanner._dictionary(bytes(raw), len(values), validity if nulls else None, nulls, list(variadic))
+    column = series_of("c", encoded)
     assert column.dtype == pl.Categorical
     assert column.to_list() == values
     assert column.n_unique() == pl.Series(values, dtype=pl.String).n_unique()
-
-
-LINUX_ONLY = pytest.mark.skipif(sys.platform != "linux", reason="moving pages is Linux's mremap; elsewhere it declines")
-
-
-@LINUX_ONLY
-def test_moved_pages_keep_their_bytes_at_the_target_and_leave_zeros_behind() -> None:
-    page = mmap.PAGESIZE
-    memory = mmap.mmap(-1, 16 * page, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    memory[: 4 * page] = bytes(range(256)) * (4 * page // 256)
-    before = memory[: 4 * page]
-    assert kineto_fast.move_pages(memory, 0, 4 * page, 8 * page)
-    assert memory[8 * page : 12 * page] == before
-    assert memory[: 4 * page] == bytes(4 * page)  # still mapped, reading as zeros
-    memory[:page] = b"x" * page  # and still writable
-    assert memory[:page] == b"x" * page
-
-
-@LINUX_ONLY
-@pytest.mark.parametrize(
-    ("begin", "end", "target"),
-    [
-        (1, 1, 8),  # not page-aligned (in pages below; the offset 1 is one byte)
-        (0, 4, 2),  # overlapping ranges
-        (0, 4, 14),  # target runs past the end
-        (4, 4, 8),  # nothing to move
-        (4, 2, 8),  # an inverted range
-    ],
-)
-def test_moving_pages_declines_what_it_cannot_do_safely(begin: int, end: int, target: int) -> None:
-    page = mmap.PAGESIZE
-    memory = mmap.mmap(-1, 16 * page, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    memory[:] = b"k" * (16 * page)
-    begin_at = 1 if begin == 1 else begin * page
-    assert not kineto_fast.move_pages(memory, begin_at, end * page, target * page)
-    assert memory[:] == b"k" * (16 * page)  # untouched
-
-
-def test_moving_pages_needs_writable_memory(tmp_path: Path) -> None:
-    path = tmp_path / "f"
-    path.write_bytes(b"x" * mmap.PAGESIZE * 2)
-    with (
-        path.open("rb") as fh,
-        mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
-        pytest.raises(TypeError),
-    ):
-        kineto_fast.move_pages(mapped, 0, mmap.PAGESIZE, mmap.PAGESIZE)

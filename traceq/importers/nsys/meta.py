@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from traceq.importers.nsys_tables import INT, ExportDb
+from traceq.importers.nsys.export_db import INT, ExportDb
 from traceq.meta import GpuInfo
 
 METADATA_TABLES: Final = ("META_DATA_EXPORT", "EXPORT_META_DATA")

@@ -15,7 +15,7 @@ from typing import Final
 
 import polars as pl
 
-from traceq.importers.nsys_tables import ExportDb
+from traceq.importers.nsys.export_db import ExportDb
 
 CUDA_VERSION_SUFFIX: Final = r"_v\d{4,}$"
 """nsys appends the CUDA version that introduced a runtime call (``cudaLaunchKernel_v7000``,

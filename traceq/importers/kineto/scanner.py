@@ -1,31 +1,31 @@
-"""The fast path's columns: a block of the raw event frame from one pass of the compiled scanner.
+"""The compiled scanner, seen from Python: a block of the raw event frame from one of its passes.
 
-:mod:`traceq.importers._kineto_scan` (C, ``_kineto_scan.c``) validates a run of events as strict
+:mod:`traceq.importers.kineto._scanner` (C, ``_scanner.c``) validates a run of events as strict
 JSON and writes, in the same single pass, the Arrow buffers of the fields asked for: float64 and
 int64 values with validity bitmaps, and Arrow *string views* for text (short values inline, long
 ones pointing into the file's own bytes, escaped strings into a side buffer of unescaped text).
 This module turns those buffers into polars columns without a Python object per event; the only
 per-value Python work is for numbers read into a text field that are not plain integers (rare),
-which are spelled as the lenient path spells them (:func:`float_text`).  Text columns the raw
-frame wants Categorical are dictionary-encoded by the compiled ``encode`` (without the GIL), and
-polars takes the Arrow dictionary array at the cost of its distinct values.
+which are spelled as the lenient path spells them
+(:func:`~traceq.importers.kineto.raw_frame.float_text`).  Text columns the raw frame wants
+Categorical are dictionary-encoded by the compiled ``encode`` (without the GIL), and polars takes
+the Arrow dictionary array at the cost of its distinct values.
 
-Each value is converted as :mod:`traceq.importers.kineto_lenient` converts it -- that module is the
-reference both paths must agree with -- or the scanner *declines* (:class:`FastPathDeclined`): not
-strict JSON, invalid UTF-8, an unpaired surrogate escape, an escape inside a key, an element of the
-event array that is not an object, a string where a number is expected, an object or array in a
-text field.  A kernel's ``grid``/``block`` is read by the scanner into three Int32 columns when it
-is an ``[x, y, z]`` array; strings are left to :func:`triple_of_text`, which both paths use.
+Each value is converted as :mod:`traceq.importers.kineto.lenient_parser` converts it -- that
+module is the reference both paths must agree with -- or the scanner *declines*
+(:class:`FastPathDeclined`, defined here, at the lowest stage of the fast path, and raised by the
+fast parser too): not strict JSON, invalid UTF-8, an unpaired surrogate escape, an escape inside a
+key, an element of the event array that is not an object, a string where a number is expected, an
+object or array in a text field.  A kernel's ``grid``/``block`` is read by the scanner into three
+Int32 columns when it is an ``[x, y, z]`` array; strings are left to
+:func:`~traceq.importers.kineto.raw_frame.triple_of_text`, which both paths use.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -33,22 +33,22 @@ import polars as pl
 import pyarrow as pa
 
 from traceq.importers.arrow_capsule import series_of
+from traceq.importers.kineto.raw_frame import NO_TRIPLE, Triple, float_text, triple_of_text
+from traceq.importers.kineto.trace_bytes import Raw
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
 try:
-    from traceq.importers import _kineto_scan
+    from traceq.importers.kineto import _scanner
 except ImportError:  # a source tree imported without its compiled module (pip install . builds it)
-    _kineto_scan = None  # type: ignore[assignment]
-
-Raw = bytes | bytearray | mmap.mmap
-"""The file's bytes as the fast path reads them."""
+    _scanner = None  # type: ignore[assignment]
 
 _INLINE: Final = 12
+"""An Arrow string view holds up to 12 bytes inline."""
 CUT_OFF: Final = "the event array is cut off"
 """How the scanner's reason begins when the data ends inside an event (or before the array closes)."""
-# The scanner's codes, as _kineto_scan.c numbers them (a test checks they agree).
+# The scanner's codes, as _scanner.c numbers them (a test checks they agree).
 FLOAT: Final = 0
 INT: Final = 1
 TEXT: Final = 2
@@ -65,7 +65,6 @@ OPEN_END: Final = 2
 """A pass's status when the data ended after a complete event, without a ``]``."""
 NOT_BUILT: Final = "the compiled scanner is not built (pip install . or pip install -e . builds it)"
 """The fast path's reason to decline where traceq runs from a source tree without its C module."""
-"""An Arrow string view holds up to 12 bytes inline."""
 
 
 class FastPathDeclined(Exception):
@@ -74,39 +73,6 @@ class FastPathDeclined(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
-
-
-def float_text(value: float) -> str:
-    """Shortest round-trip decimal without exponent or trailing ``.0`` (how polars spells a float as text,
-    and so how both parsers spell a number read into a text field)."""
-    text = format(Decimal(repr(value)), "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
-
-
-_TRIPLE_TEXT: Final = re.compile(r"\[\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\]", re.ASCII)
-_INT32: Final = range(-(2**31), 2**31)
-Triple = tuple[int | None, int | None, int | None]
-NO_TRIPLE: Final[Triple] = (None, None, None)
-
-
-def triple_of_text(text: str) -> Triple:
-    """``"[x, y, z]"`` (ASCII digits, any whitespace around them) as Int32 components; a component
-    outside Int32 is None, and text of any other form gives no triple."""
-    match = _TRIPLE_TEXT.fullmatch(text)
-    if not match:
-        return NO_TRIPLE
-    x, y, z = (int(group) if int(group) in _INT32 else None for group in match.groups())
-    return x, y, z
-
-
-def triple_of_list(value: list[object]) -> Triple:
-    """A JSON array ``[x, y, z]`` of three integers (not booleans, not floats), as the scanner reads it."""
-    if len(value) != 3 or any(type(v) is not int for v in value):
-        return NO_TRIPLE
-    x, y, z = (v if isinstance(v, int) and v in _INT32 else None for v in value)
-    return x, y, z
 
 
 @dataclass(frozen=True)
@@ -178,9 +144,9 @@ def scan(buf: Raw | memoryview, begin: int, limit: int, *, first: bool, spec: Fi
 
     ``rows_hint`` sizes the pass's columns (more rows grow them); 0 guesses one event per 256 bytes.
     """
-    if _kineto_scan is None:
+    if _scanner is None:
         raise FastPathDeclined(NOT_BUILT)
-    out = _kineto_scan.scan(buf, begin, limit, first, spec.fields, rows_hint)
+    out = _scanner.scan(buf, begin, limit, first, spec.fields, rows_hint)
     if isinstance(out, str):
         raise FastPathDeclined(out)
     consumed, n, status, columns, side, fixups = out
@@ -189,14 +155,8 @@ def scan(buf: Raw | memoryview, begin: int, limit: int, *, first: bool, spec: Fi
 
 def trim() -> None:
     """Free the output buffers the scanner keeps for its next pass (once a file is read)."""
-    if _kineto_scan is not None:
-        _kineto_scan.trim()
-
-
-def move_pages(buf: mmap.mmap, begin: int, end: int, target: int) -> bool:
-    """Move the memory pages of ``buf[begin:end]`` to ``buf[target:]`` (the compiled
-    ``move_pages``); False where that cannot be done (not built, not Linux 5.7+)."""
-    return _kineto_scan is not None and _kineto_scan.move_pages(buf, begin, end, target)
+    if _scanner is not None:
+        _scanner.trim()
 
 
 def scan_block(buf: Raw, begin: int, limit: int, *, first: bool, spec: FieldSpec, first_index: int) -> Block:
@@ -252,9 +212,9 @@ def _dictionary(views: Buffer, n: int, validity: Buffer | None, nulls: int, vari
     """A text column as an Arrow dictionary array (int32 codes into its distinct values, found by
     the compiled ``encode``), which polars takes as a Categorical at the cost of the distinct
     strings: casting the string views instead hashes every row's whole text in polars."""
-    assert _kineto_scan is not None
+    assert _scanner is not None
     first, second = (*variadic, b"", b"")[:2]
-    codes, distinct_views, count = _kineto_scan.encode(views, n, validity, first, second)
+    codes, distinct_views, count = _scanner.encode(views, n, validity, first, second)
     dictionary = pa.Array.from_buffers(pa.string_view(), count, [None, pa.py_buffer(distinct_views), *variadic])
     bitmap = pa.py_buffer(validity) if validity is not None else None
     indices = pa.Array.from_buffers(pa.int32(), n, [bitmap, pa.py_buffer(codes)], null_count=nulls)
@@ -323,20 +283,14 @@ class _Fixups:
 __all__ = [
     "CLOSED",
     "CUT_OFF",
-    "NO_TRIPLE",
+    "NOT_BUILT",
     "OPEN_END",
     "Block",
     "FastPathDeclined",
     "FieldSpec",
-    "Raw",
     "Scanned",
-    "Triple",
-    "float_text",
-    "move_pages",
     "scan",
     "scan_block",
     "to_block",
     "trim",
-    "triple_of_list",
-    "triple_of_text",
 ]

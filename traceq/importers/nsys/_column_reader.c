@@ -1,5 +1,5 @@
 /*
- * traceq.importers._nsys_read: the integer columns of an SQLite query, stepped straight into Arrow buffers.
+ * traceq.importers.nsys._column_reader: the integer columns of an SQLite query, stepped straight into Arrow buffers.
  *
  * Connection(uri, functions) opens an nsys export read-only (SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
  * with the caller's `file:...?mode=ro&immutable=1` URI); read(sql) runs one query whose result
@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BUFFER_TYPE_NAME "traceq.importers._nsys_read.Buffer"
+#define BUFFER_TYPE_NAME "traceq.importers.nsys._column_reader.Buffer"
 #define BUFFER_DOC "Memory written by Connection.read(), read through the buffer protocol (read-only)."
 #include "_buffers.h"
 
@@ -431,7 +431,7 @@ PyDoc_STRVAR(connection_doc,
              "`functions` holds the addresses of the SQLite functions named in FUNCTIONS, in that order.");
 
 static PyTypeObject ConnectionType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "traceq.importers._nsys_read.Connection",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "traceq.importers.nsys._column_reader.Connection",
     .tp_basicsize = sizeof(ConnectionObject),
     .tp_dealloc = (destructor)connection_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -446,11 +446,11 @@ static PyTypeObject ConnectionType = {
 
 static PyMethodDef module_methods[] = {{"trim", trim, METH_NOARGS, trim_doc}, {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_nsys_read",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_column_reader",
                                     "Integer columns of an SQLite query read into Arrow buffers (see Connection).",
                                     -1, module_methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__nsys_read(void) {
+PyMODINIT_FUNC PyInit__column_reader(void) {
     if (PyType_Ready(&BufferType) < 0 || PyType_Ready(&ConnectionType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
@@ -468,7 +468,7 @@ PyMODINIT_FUNC PyInit__nsys_read(void) {
         Py_DECREF(names);
         goto fail;
     }
-    SQLiteError = PyErr_NewExceptionWithDoc("traceq.importers._nsys_read.SQLiteError",
+    SQLiteError = PyErr_NewExceptionWithDoc("traceq.importers.nsys._column_reader.SQLiteError",
                                             "SQLite failed; the message is sqlite3_errmsg's.", NULL, NULL);
     if (!SQLiteError || PyModule_AddObjectRef(m, "SQLiteError", SQLiteError) < 0) goto fail;
     if (PyModule_AddObjectRef(m, "Connection", (PyObject *)&ConnectionType) < 0) goto fail;

@@ -1,4 +1,4 @@
-"""Per-event normalisation of the Kineto importer (``kineto_compact``)."""
+"""Per-event normalisation of the Kineto importer (``compact``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import polars as pl
 from hypothesis import given
 from hypothesis import strategies as st
 
-from traceq.importers.kineto_compact import _ints_of_text, int_from_text
+from traceq.importers.kineto.compact import _ints_of_text, int_from_text
 
 DECIMAL = st.integers(min_value=-(2**63), max_value=2**63 - 1).map(str)
 ID_TEXT = st.one_of(

@@ -1,18 +1,8 @@
-"""Import PyTorch profiler (Kineto) and other Chrome-trace JSON files: :func:`read_kineto`.
+"""The Kineto importer's entry point: :func:`read_kineto`, which ties the stages together.
 
-The work is split by stage, one module each:
-
-* :mod:`~traceq.importers.kineto_scan` -- bytes: map or gunzip the file, find the event array;
-* :mod:`~traceq.importers.kineto_fast` (over the compiled ``_kineto_scan``) -- one validating pass
-  over a block of events that writes the columns of the fields read;
-* :mod:`~traceq.importers.kineto_parse` -- the raw event frame by the columnar fast path, and
-  :mod:`~traceq.importers.kineto_lenient` -- the same frame by the lenient fallback;
-* :mod:`~traceq.importers.kineto_compact` -- per-event normalisation, a block at a time;
-* :mod:`~traceq.importers.kineto_normalise` -- what needs the whole trace: pairs, links, kinds, stats;
-* :mod:`~traceq.importers.kineto_meta` -- SourceMeta.
-
-This module ties them together and owns the errors the user sees.  ``docs/importers-kineto.md``
-describes what is read per PyTorch era and why.
+The stages are the modules of :mod:`traceq.importers.kineto` (its docstring lists them in order);
+this module runs them, falls back from the fast parser to the lenient one, and owns the errors the
+user sees.  ``docs/importers-kineto.md`` describes what is read per PyTorch era and why.
 """
 
 from __future__ import annotations
@@ -22,17 +12,17 @@ from typing import Literal
 
 import polars as pl
 
-from traceq import schema
 from traceq.errors import EmptyTraceError, UnsupportedFormatError
-from traceq.importers.kineto_compact import compact
-from traceq.importers.kineto_fast import FastPathDeclined, Raw
-from traceq.importers.kineto_lenient import parse_lenient
-from traceq.importers.kineto_meta import build_meta, distributed_int, event_facts
-from traceq.importers.kineto_normalise import normalise
-from traceq.importers.kineto_parse import ParsedTrace, parse_fast
-from traceq.importers.kineto_scan import InflatedPastHint, Inflating, open_trace, read_trace_bytes
+from traceq.importers.event_rows import EventRows
+from traceq.importers.kineto.compact import compact
+from traceq.importers.kineto.fast_parser import parse_fast
+from traceq.importers.kineto.lenient_parser import parse_lenient
+from traceq.importers.kineto.meta import build_meta, distributed_int, event_facts
+from traceq.importers.kineto.normalise import normalise
+from traceq.importers.kineto.raw_frame import ParsedTrace
+from traceq.importers.kineto.scanner import FastPathDeclined
+from traceq.importers.kineto.trace_bytes import InflatedPastHint, Inflating, Raw, open_trace, read_trace_bytes
 from traceq.importers.result import ImportResult
-from traceq.importers.time_sort import sort_by_time
 from traceq.stats import ImportStats
 
 Parser = Literal["auto", "fast", "lenient"]
@@ -75,23 +65,25 @@ def read_kineto(path: Path, *, parser: Parser = "auto") -> ImportResult:
             path=path,
             hint="the trace holds no activity to analyse; profile again",
         )
-    table = schema.validate(schema.conform(_sorted_by_time(rows)))
+    event_rows = EventRows()
+    event_rows.add(_in_file_order(rows))
+    table = event_rows.sorted_table()
     meta = build_meta(path, top, facts, table, container=container, parser=parser_used, warnings=warnings)
     return ImportResult(events=table.to_arrow(), stats=ImportStats.of(counts), meta=meta)
 
 
-def _sorted_by_time(rows: pl.DataFrame) -> pl.DataFrame:
-    """``rows`` by (start_ns, end_ns, file order), without ``idx``; empties ``rows``.
+def _in_file_order(rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` in file order (``idx``), without ``idx``; empties ``rows``.
 
-    The rows come in file order (``idx``), so the stable sort on the times keeps it on ties.  Their
-    columns are moved out of ``rows`` into the sort's only reference, so that each unsorted column
-    is freed as soon as its sorted copy is made (the sorted table is not built beside the whole
-    unsorted one).
+    In file order, so that the stable sort on the times keeps it on ties.  The columns are moved
+    out of ``rows`` into the frame returned, which the caller hands on as the only reference, so
+    that the sort frees each unsorted column as soon as its sorted copy is made (the sorted table
+    is not built beside the whole unsorted one).
     """
     if not rows["idx"].is_sorted():
         rows = rows.sort("idx")
     rows.drop_in_place("idx")
-    return sort_by_time([pl.DataFrame([rows.drop_in_place(name) for name in list(rows.columns)])])
+    return pl.DataFrame([rows.drop_in_place(name) for name in list(rows.columns)])
 
 
 def _parse(path: Path, parser: Parser) -> ParsedTrace:

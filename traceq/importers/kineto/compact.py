@@ -1,11 +1,11 @@
 """Per-event normalisation for the Kineto importer: :func:`compact` and what it needs.
 
-:func:`compact` runs on each block of the raw frame (``kineto_parse.RAW_SCHEMA``) as it is
-parsed and keeps only typed, narrow columns (:data:`COMPACT_SCHEMA`): times in ns, the phase
-outcome, ids parsed from text.  Whatever needs only the event
-itself is done here, so the raw string columns of a whole file never coexist; what needs the whole
-trace is in :mod:`traceq.importers.kineto_normalise`.  Also here: the time conversion, the parsing
-of ids written as text, and the skip reasons.
+:func:`compact` runs on each block of the raw frame
+(:data:`~traceq.importers.kineto.raw_frame.RAW_SCHEMA`) as it is parsed and keeps only typed,
+narrow columns (:data:`COMPACT_SCHEMA`): times in ns, the phase outcome, ids parsed from text.
+Whatever needs only the event itself is done here, so the raw string columns of a whole file
+never coexist; what needs the whole trace is in :mod:`traceq.importers.kineto.normalise`.  Also
+here: the time conversion, the parsing of ids written as text, and the skip reasons.
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ tid text (tid without its ``"stream "`` prefix), ``stream_tid`` says the tid had
 ``meta_name`` is ``args.name`` (the payload of ``M`` events)."""
 
 TRIPLE_COLUMNS: Final = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
-"""A kernel's grid and block, as both parsers read them (``kineto_parse.TRIPLE_FIELDS``)."""
+"""A kernel's grid and block, as both parsers read them
+(:data:`~traceq.importers.kineto.raw_frame.TRIPLE_FIELDS`)."""
 
 PER_EVENT_ARG_COLUMNS: Final = (
     "correlation",
@@ -156,7 +157,7 @@ def _in_range(us: pl.Expr) -> pl.Expr:
 
 
 def compact(raw: pl.DataFrame) -> pl.DataFrame:
-    """Per-event normalisation of a block of the raw frame (``kineto_parse.RAW_SCHEMA``).
+    """Per-event normalisation of a block of the raw frame (``raw_frame.RAW_SCHEMA``).
 
     Returns :data:`COMPACT_SCHEMA`: what each event says by itself, typed and narrow.  One lazy
     query, so that the sub-expressions shared by several columns (the times in ns, the phase's

@@ -1,13 +1,14 @@
 """The lenient parser of the Kineto importer: Python's ``json`` after a repair pass.
 
-Used only when the fast path (:mod:`traceq.importers.kineto_parse`) declines a file.  It repairs
-what real traces get wrong (invalid UTF-8, unescaped backslashes, control characters and raw line
-breaks in strings, bare ``N/A``/``nan``/``inf``/``NaN``, trailing garbage, an array form cut off
-mid-event), raises the traceq errors for what it cannot read or what is not a trace, and builds the
-same raw frame as the fast path: where polars accepts a value, the conversion here is polars'
-(numbers read into a string field are spelled the way polars spells them; of duplicate keys the
-first wins); where polars refuses one, it is more forgiving (a numeric string in a number field is
-read; anything else becomes null).  This path builds Python objects per event, by design.
+Used only when the fast path (:mod:`traceq.importers.kineto.fast_parser`) declines a file.  It
+repairs what real traces get wrong (invalid UTF-8, unescaped backslashes, control characters and
+raw line breaks in strings, bare ``N/A``/``nan``/``inf``/``NaN``, trailing garbage, an array form
+cut off mid-event), raises the traceq errors for what it cannot read or what is not a trace, and
+builds the same raw frame as the fast path (:mod:`traceq.importers.kineto.raw_frame`): where polars
+accepts a value, the conversion here is polars' (numbers read into a string field are spelled the
+way polars spells them; of duplicate keys the first wins); where polars refuses one, it is more
+forgiving (a numeric string in a number field is read; anything else becomes null).  This path
+builds Python objects per event, by design.
 """
 
 from __future__ import annotations
@@ -21,18 +22,23 @@ from typing import Any, Final
 import polars as pl
 
 from traceq.errors import CorruptTraceError, EmptyTraceError, UnsupportedFormatError
-from traceq.importers.kineto_fast import NO_TRIPLE, Raw, Triple, float_text, triple_of_list, triple_of_text
-from traceq.importers.kineto_parse import (
+from traceq.importers.kineto.raw_frame import (
     ARG_FIELDS,
+    NO_TRIPLE,
     RAW_SCHEMA,
     TOP_FIELDS,
     TRIPLE_FIELDS,
     UNCLOSED_ARRAY_WARNING,
     Compact,
+    Container,
     ParsedTrace,
+    Triple,
     decoder,
+    float_text,
+    triple_of_list,
+    triple_of_text,
 )
-from traceq.importers.kineto_scan import Container
+from traceq.importers.kineto.trace_bytes import Raw
 
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1

@@ -1,23 +1,32 @@
-"""Byte-level work of the Kineto importer: reading the file and finding its event array.
+"""Byte-level work of the Kineto importer, its first stage: reading the file, inflating gzip.
 
-:func:`read_trace_bytes` returns the file's JSON bytes (gunzipped into one preallocated
-``bytearray`` when the content is gzip), :func:`open_trace` the same but a gzip file as it starts
-inflating on a helper thread (:class:`Inflating`); :func:`locate_event_array` finds the ``[`` that
-opens the events.  What happens inside the array is :mod:`traceq.importers.kineto_fast`'s business.
+:func:`read_trace_bytes` returns the file's JSON bytes (:data:`Raw`: gunzipped into one
+preallocated buffer when the content is gzip), :func:`open_trace` the same but a gzip file as it
+starts inflating on a helper thread (:class:`Inflating`), whose pages the parser gives back as it
+goes (:func:`move_pages`).  What the bytes hold is the parsers' business
+(:mod:`traceq.importers.kineto.fast_parser`, :mod:`traceq.importers.kineto.lenient_parser`).
 """
 
 from __future__ import annotations
 
 import gzip
 import mmap
-import re
 import threading
 import zlib
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
 from traceq.errors import CorruptTraceError, InputNotFoundError
-from traceq.importers.kineto_fast import FastPathDeclined, Raw, move_pages
+
+try:
+    # The compiled scanner's module also holds move_pages, which this stage needs (one C module
+    # keeps the build simple); the scanner itself is traceq.importers.kineto.scanner's business.
+    from traceq.importers.kineto import _scanner
+except ImportError:  # a source tree imported without its compiled module (pip install . builds it)
+    _scanner = None  # type: ignore[assignment]
+
+Raw = bytes | bytearray | mmap.mmap
+"""The file's bytes as the parsers read them."""
 
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _GZIP_MIN_BYTES: Final = 18
@@ -27,9 +36,6 @@ _READ_STEP_BYTES: Final = 4 << 20
 """Gzip is inflated this many bytes at a time, so no temporary ever holds the whole file."""
 
 MAP_MIN_BYTES: Final = 1 << 20
-_WHITESPACE: Final = b" \t\r\n"
-_BOM: Final = b"\xef\xbb\xbf"
-_KEY_TAIL: Final = re.compile(rb"\s*:\s*\[")
 _PRIVATE_ANONYMOUS: Final = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
 """Memory of this process alone (Python's default for -1 is shared memory, whose pages
 ``MADV_DONTNEED`` only unmaps: they would stay allocated)."""
@@ -91,7 +97,7 @@ class Inflating:
     Memory: a parser that gives back what it has parsed (:meth:`release`) can also hold the inflater
     to a distance ahead of it (:meth:`keep_ahead`), so that only that much inflated text is ever
     resident.  Released pages are moved to where the inflater will write next rather than freed
-    (:func:`~traceq.importers.kineto_fast.move_pages`): fresh memory is dear (each new page is a
+    (:func:`move_pages`): fresh memory is dear (each new page is a
     fault the kernel zero-fills), memory already faulted in is not.
     """
 
@@ -255,28 +261,8 @@ def _inflate_errors() -> tuple[type[BaseException], ...]:
 _INFLATE_ERRORS: Final = _inflate_errors()
 """What a damaged gzip stream raises while it inflates."""
 
-Container = Literal["object", "array"]
 
-
-def locate_event_array(buf: Raw) -> tuple[Container, int]:
-    """The container form and the offset of the ``[`` that opens the event array."""
-    first = _skip_whitespace(buf, len(_BOM) if buf[: len(_BOM)] == _BOM else 0)
-    if first >= len(buf):
-        raise FastPathDeclined("the file holds only whitespace")
-    if buf[first] == ord("["):
-        return "array", first
-    if buf[first] != ord("{"):
-        raise FastPathDeclined("the file is neither a JSON object nor a JSON array")
-    at = buf.find(b'"traceEvents"', first)
-    while at != -1:
-        tail = _KEY_TAIL.match(buf, at + len(b'"traceEvents"'))
-        if tail:
-            return "object", tail.end() - 1
-        at = buf.find(b'"traceEvents"', at + 1)
-    raise FastPathDeclined("no traceEvents array")
-
-
-def _skip_whitespace(buf: Raw, at: int) -> int:
-    while at < len(buf) and buf[at] in _WHITESPACE:
-        at += 1
-    return at
+def move_pages(buf: mmap.mmap, begin: int, end: int, target: int) -> bool:
+    """Move the memory pages of ``buf[begin:end]`` to ``buf[target:]`` (the compiled
+    ``move_pages``); False where that cannot be done (not built, not Linux 5.7+)."""
+    return _scanner is not None and _scanner.move_pages(buf, begin, end, target)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import mmap
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +18,9 @@ import pytest
 
 from traceq import schema
 from traceq.errors import CorruptTraceError, UnsupportedFormatError
-from traceq.importers import kineto_fast, kineto_parse, kineto_scan
-from traceq.importers.kineto import read_kineto
-from traceq.importers.kineto_lenient import float_text
+from traceq.importers.kineto import fast_parser, scanner, trace_bytes
+from traceq.importers.kineto.importer import read_kineto
+from traceq.importers.kineto.raw_frame import float_text
 from traceq.importers.result import ImportResult
 
 
@@ -144,7 +142,7 @@ def test_tokenizer_chunk_boundaries_do_not_change_the_result(
     path = tmp_path / "t.json"
     path.write_text(kineto_text(TRICKY_EVENTS, schemaVersion=1), encoding="utf-8")
     expected = read_kineto(path, parser="lenient")
-    monkeypatch.setattr(kineto_parse, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(fast_parser, "CHUNK_BYTES", chunk_bytes)
     assert_identical(read_kineto(path, parser="fast"), expected)
 
 
@@ -158,7 +156,7 @@ def test_a_chunk_ending_exactly_after_an_event_on_a_word_boundary(
     assert {len(line) for line in lines} == {128}
     path = tmp_path / "t.json"
     path.write_text("[" + ",".join(lines) + "]")
-    monkeypatch.setattr(kineto_parse, "CHUNK_BYTES", 128)
+    monkeypatch.setattr(fast_parser, "CHUNK_BYTES", 128)
     assert_identical(*both(path))
 
 
@@ -166,11 +164,11 @@ def test_a_chunk_ending_exactly_after_an_event_on_a_word_boundary(
 def test_a_scanner_pass_ends_right_after_the_first_event_that_reaches_its_limit(layout: str) -> None:
     text = kineto_text(TRICKY_EVENTS) if layout == "pretty" else json.dumps({"traceEvents": TRICKY_EVENTS})
     buf = text.encode()
-    _, start = kineto_scan.locate_event_array(buf)
-    spec = kineto_fast.FieldSpec.of({"idx": pl.UInt32(), "ph": pl.Categorical()}, ())
+    _, start = fast_parser.locate_event_array(buf)
+    spec = scanner.FieldSpec.of({"idx": pl.UInt32(), "ph": pl.Categorical()}, ())
     at, first, seen = start + 1, True, 0
     while True:
-        block = kineto_fast.scan_block(buf, at, at + 50, first=first, spec=spec, first_index=seen)
+        block = scanner.scan_block(buf, at, at + 50, first=first, spec=spec, first_index=seen)
         piece = buf[at : block.consumed].decode().strip().removeprefix(",")
         assert json.loads(f"[{piece}]") == TRICKY_EVENTS[seen : seen + block.events]
         assert block.frame["idx"].to_list() == list(range(seen, seen + block.events))
@@ -324,10 +322,10 @@ def test_a_gzip_trace_is_parsed_while_it_inflates_with_the_same_result(
     plain.write_text(kineto_text(TRICKY_EVENTS * 20, schemaVersion=1), encoding="utf-8")
     packed = tmp_path / "t.json.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
-    monkeypatch.setattr(kineto_scan, "_READ_STEP_BYTES", 500)
-    monkeypatch.setattr(kineto_parse, "CHUNK_BYTES", 300)
-    monkeypatch.setattr(kineto_parse, "FIRST_CHUNK_BYTES", 300)
-    monkeypatch.setattr(kineto_parse, "_MORE_BYTES", 200)
+    monkeypatch.setattr(trace_bytes, "_READ_STEP_BYTES", 500)
+    monkeypatch.setattr(fast_parser, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(fast_parser, "FIRST_CHUNK_BYTES", 300)
+    monkeypatch.setattr(fast_parser, "_MORE_BYTES", 200)
     fast = read_kineto(packed, parser="fast")
     monkeypatch.undo()
     assert_identical(fast, read_kineto(packed, parser="lenient"))
@@ -352,17 +350,17 @@ def test_a_gzip_trace_whose_inflated_pages_were_given_back_reads_the_same(
     plain.write_text(text, encoding="utf-8")
     packed = tmp_path / "t.json.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
-    assert len(plain.read_bytes()) > kineto_scan.MAP_MIN_BYTES
-    monkeypatch.setattr(kineto_parse, "CHUNK_BYTES", 64 << 10)
-    monkeypatch.setattr(kineto_parse, "FIRST_CHUNK_BYTES", 64 << 10)
+    assert len(plain.read_bytes()) > trace_bytes.MAP_MIN_BYTES
+    monkeypatch.setattr(fast_parser, "CHUNK_BYTES", 64 << 10)
+    monkeypatch.setattr(fast_parser, "FIRST_CHUNK_BYTES", 64 << 10)
     released: list[tuple[int, int]] = []
-    real_release = kineto_scan.Inflating.release
+    real_release = trace_bytes.Inflating.release
 
-    def counting(self: kineto_scan.Inflating, begin: int, end: int) -> None:
+    def counting(self: trace_bytes.Inflating, begin: int, end: int) -> None:
         released.append((begin, end))
         real_release(self, begin, end)
 
-    monkeypatch.setattr(kineto_scan.Inflating, "release", counting)
+    monkeypatch.setattr(trace_bytes.Inflating, "release", counting)
     inflated = read_kineto(packed)
     assert released, "no pages were given back"
     read = read_kineto(plain)
@@ -414,47 +412,6 @@ def test_a_gzip_stream_longer_than_its_trailer_says_is_read_whole(tmp_path: Path
 def test_compacted_events_hold_no_text_that_points_into_the_file() -> None:
     # The parse gives back the pages of the file's bytes (mapped, or inflated from gzip: then they
     # read as zeros) once a pass is compacted, so no compacted column may be a string view into them.
-    from traceq.importers.kineto_compact import COMPACT_SCHEMA
+    from traceq.importers.kineto.compact import COMPACT_SCHEMA
 
     assert not [name for name, dtype in COMPACT_SCHEMA.items() if dtype in (pl.String(), pl.Binary())]
-
-
-def _fill_once_past(inflating: kineto_scan.Inflating, at_least: int) -> int:
-    """How far the inflater got, once it got ``at_least`` bytes (waiting up to 10 s for them) and
-    then had a while to go on if nothing held it back."""
-    deadline = time.monotonic() + 10
-    while len(inflating.available(0)) < at_least and time.monotonic() < deadline:
-        time.sleep(0.005)
-    time.sleep(0.05)
-    return len(inflating.available(0))
-
-
-def test_an_inflater_held_to_a_distance_waits_for_the_parser_and_never_deadlocks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The inflater goes at most keep_ahead bytes (plus one step) past the last release, except as
-    # far as a reader asks; releases let it on; lifting the limit lets it finish.  Released bytes
-    # read as zeros, all others are the file's.
-    step, ahead = 64 << 10, 256 << 10
-    monkeypatch.setattr(kineto_scan, "_READ_STEP_BYTES", step)
-    text = b"".join(b'{"ph": "X", "ts": %d}, ' % i for i in range(200_000))
-    assert len(text) > 16 * ahead
-    packed = tmp_path / "t.json.gz"
-    packed.write_bytes(gzip.compress(text))
-    inflating = kineto_scan.Inflating(packed, len(text))
-    inflating.keep_ahead(ahead)
-    assert ahead <= _fill_once_past(inflating, ahead) <= ahead + step
-    asked = 6 * ahead
-    assert len(inflating.available(asked)) >= asked  # a reader past the limit is served
-    assert _fill_once_past(inflating, asked) <= asked + step
-    inflating.release(0, 4 * ahead)
-    assert _fill_once_past(inflating, asked) <= asked + step  # 4 * ahead released + ahead: below asked
-    inflating.release(4 * ahead, asked)
-    there = _fill_once_past(inflating, asked + ahead)
-    assert asked + ahead <= there <= asked + ahead + step  # on again, as far as allowed
-    inflating.release(asked, 16 * ahead)  # past what is there: only what is there goes
-    inflating.keep_ahead(None)
-    whole = inflating.whole()
-    gone = there - there % mmap.PAGESIZE
-    assert bytes(whole[:gone]) == bytes(gone)
-    assert bytes(whole[gone:]) == text[gone:]

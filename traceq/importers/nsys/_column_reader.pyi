@@ -1,4 +1,4 @@
-"""Types of the compiled SQLite reader (``_nsys_read.c``); see :mod:`traceq.importers.nsys_tables`."""
+"""Types of the compiled SQLite reader (``_column_reader.c``); see :mod:`traceq.importers.nsys.export_db`."""
 
 from collections.abc import Sequence
 from typing import Final

@@ -3,9 +3,9 @@
 :func:`read_nsys_sqlite` opens the file read-only, introspects which tables and columns this export
 has (any table may be missing; columns differ between nsys 2021 and 2026; ``_V<n>`` table names
 stand in for missing bare ones), reads whole columns into polars (the large tables in chunks, read
-ahead on a few threads: :meth:`~traceq.importers.nsys_tables.ExportDb.read_chunks`), converts each
-chunk (:mod:`traceq.importers.nsys_convert`), sorts the result by time
-(:mod:`traceq.importers.time_sort`), and accounts for every source row in the
+ahead on a few threads: :meth:`~traceq.importers.nsys.export_db.ExportDb.read_chunks`), converts
+each chunk (:mod:`traceq.importers.nsys.convert`), makes the event table of the pieces, sorted by
+time (:class:`~traceq.importers.event_rows.EventRows`), and accounts for every source row in the
 :class:`~traceq.stats.ImportStats`:
 
 ==================================== ============ =============================================
@@ -35,8 +35,10 @@ import polars as pl
 
 from traceq import schema
 from traceq.errors import InputNotFoundError, UnsupportedFormatError, UnsupportedVersionError
-from traceq.importers import nsys_meta, nsys_tables
-from traceq.importers.nsys_convert import (
+from traceq.importers.event_rows import EventRows
+from traceq.importers.nsys import export_db
+from traceq.importers.nsys import meta as export_meta
+from traceq.importers.nsys.convert import (
     GRAPH_TRACE,
     GRAPH_TRACE_COLUMNS,
     KERNEL,
@@ -62,10 +64,9 @@ from traceq.importers.nsys_convert import (
     convert_syncs,
     copy_kinds_from_enum,
 )
-from traceq.importers.nsys_strings import StringLookup
-from traceq.importers.nsys_tables import ExportDb, open_export
+from traceq.importers.nsys.export_db import ExportDb, open_export
+from traceq.importers.nsys.strings import StringLookup
 from traceq.importers.result import ImportResult
-from traceq.importers.time_sort import sort_by_time
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.stats import CategoryCount, ImportStats
 
@@ -145,7 +146,7 @@ class _Import:
         self.source = source
         self.fmt = fmt
         self.counts: list[CategoryCount] = []
-        self.frames: list[pl.DataFrame] = []
+        self.rows = EventRows()
         self.warnings: list[str] = []
         self.ranks = pl.DataFrame()
         self.strings = StringLookup(db)
@@ -153,8 +154,8 @@ class _Import:
 
     def run(self) -> ImportResult:
         self._check_is_nsys()
-        info = nsys_meta.read_export_info(self.db)
-        self.ranks = nsys_meta.rank_map(self.db)
+        info = export_meta.read_export_info(self.db)
+        self.ranks = export_meta.rank_map(self.db)
         tables = {name: self.db.table(name) for name in (*_GPU_ACTIVITY_TABLES, RUNTIME, SYNC, NVTX)}
         self._check_columns(tables, info)
 
@@ -202,7 +203,7 @@ class _Import:
         if self.gpu_rows == 0:
             self.warnings.insert(0, "no GPU activity in this capture (no kernels, memcpys or memsets)")
         events = self._events()
-        env = nsys_meta.launch_env(self.db)
+        env = export_meta.launch_env(self.db)
         env_rank = self._env_rank(env, events)
         if env_rank is not None:
             events = events.with_columns(pl.lit(env_rank, dtype=pl.Int32).alias("rank"))
@@ -224,7 +225,7 @@ class _Import:
             hint="pass the output of nsys export --type sqlite, or the .nsys-rep report itself",
         )
 
-    def _check_columns(self, tables: Mapping[str, str | None], info: nsys_meta.ExportInfo) -> None:
+    def _check_columns(self, tables: Mapping[str, str | None], info: export_meta.ExportInfo) -> None:
         for name, table in tables.items():
             if table is None:
                 continue
@@ -249,7 +250,7 @@ class _Import:
             extra["rank"] = pl.col("_proc").replace_strict(
                 self.ranks["proc"], self.ranks["rank"], default=None, return_dtype=pl.Int32
             )
-        self.frames.append(schema.conform(frame.with_columns(**extra)))
+        self.rows.add(frame.with_columns(**extra))
 
     def _count_not_imported(self) -> None:
         for name in NOT_IMPORTED_TABLES:
@@ -273,11 +274,9 @@ class _Import:
 
     def _events(self) -> pl.DataFrame:
         """Every kept row, sorted by start then end (ties in table and file order), validated."""
-        if not self.frames:
-            return schema.validate(schema.empty_frame())
-        return schema.validate(sort_by_time(self.frames, chunk_rows=nsys_tables.CHUNK_ROWS))
+        return self.rows.sorted_table(chunk_rows=export_db.CHUNK_ROWS)
 
-    def _env_rank(self, env: nsys_meta.LaunchEnv, events: pl.DataFrame) -> int | None:
+    def _env_rank(self, env: export_meta.LaunchEnv, events: pl.DataFrame) -> int | None:
         """The captured environment's ``RANK``, where it speaks for the whole export: no MPI rank
         table, and GPU work from at most one process (``nsys profile torchrun ...`` captures
         torchrun's environment, whose variables say nothing of the ranks it starts)."""
@@ -289,19 +288,19 @@ class _Import:
         return env.rank if gpu_pids.collect().item() <= 1 else None  # lazily: no copy of the GPU rows
 
     def _meta(
-        self, info: nsys_meta.ExportInfo, events: pl.DataFrame, env: nsys_meta.LaunchEnv, env_rank: int | None
+        self, info: export_meta.ExportInfo, events: pl.DataFrame, env: export_meta.LaunchEnv, env_rank: int | None
     ) -> SourceMeta:
-        properties = nsys_meta.properties(self.db, info)
+        properties = export_meta.properties(self.db, info)
         if env.rank is not None and env_rank is None:
             properties["env_rank"] = f"{env.rank} (not used: the export holds several processes or MPI ranks)"
         if env.local_rank is not None:
             properties["local_rank"] = str(env.local_rank)
         if self.db.resolved:
             properties["resolved_tables"] = ", ".join(f"{k} -> {v}" for k, v in sorted(self.db.resolved.items()))
-        offset, why_unknown = nsys_meta.clock_offset_ns(self.db, info)
+        offset, why_unknown = export_meta.clock_offset_ns(self.db, info)
         if why_unknown:
             properties["clock_offset"] = f"unknown: {why_unknown}"
-        gpus = nsys_meta.gpus(self.db)
+        gpus = export_meta.gpus(self.db)
         if not gpus:
             # No GPU table (trimmed exports lack it): list the devices the activity rows name, so
             # that consumers still know how many GPUs there were.
@@ -320,7 +319,7 @@ class _Import:
             clock_offset_ns=offset,
             gpus=gpus,
             properties=properties,
-            warnings=tuple(dict.fromkeys([*self.warnings, *nsys_meta.diagnostics(self.db)])),
+            warnings=tuple(dict.fromkeys([*self.warnings, *export_meta.diagnostics(self.db)])),
         )
 
 

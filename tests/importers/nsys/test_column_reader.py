@@ -1,9 +1,9 @@
-"""Specification of the nsys importer's compiled reader (traceq.importers._nsys_read, used by
-traceq.importers.nsys_tables.ExportDb.read_chunks).
+"""Specification of the nsys importer's compiled reader (traceq.importers.nsys._column_reader, used by
+traceq.importers.nsys.export_db.ExportDb.read_chunks).
 
 It reads a query whose columns hold integers and NULLs into int64 buffers with Arrow validity
 bitmaps, and must give exactly the rows the ``sqlite3`` module gives; anything else it declines,
-and the chunk is read by the other backends; SQLite's own failures become CorruptTraceError; and a
+and the chunk is read through ADBC; SQLite's own failures become CorruptTraceError; and a
 whole import is the same with the reader on and off (``TRACEQ_NSYS_COMPILED_READER=0``).
 """
 
@@ -22,20 +22,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from traceq.errors import CorruptTraceError
-from traceq.importers import nsys_compiled, nsys_tables
-from traceq.importers.nsys_sqlite import _CHUNKED, read_nsys_sqlite
-from traceq.importers.nsys_tables import INT, open_export, sqlite_uri
+from traceq.importers.nsys import column_reader, export_db
+from traceq.importers.nsys.export_db import INT, open_export, sqlite_uri
+from traceq.importers.nsys.sqlite_importer import _CHUNKED, read_nsys_sqlite
 
-SHIPPED_SAMPLE = Path(__file__).resolve().parents[2] / "sample_traces" / "training_step.nsys.sqlite"
-SAMPLES = Path(__file__).resolve().parents[2] / ".." / "shared" / "sample_traces" / "nsys"
+SHIPPED_SAMPLE = Path(__file__).resolve().parents[3] / "sample_traces" / "training_step.nsys.sqlite"
+SAMPLES = Path(__file__).resolve().parents[3] / ".." / "shared" / "sample_traces" / "nsys"
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.glob("*.sqlite")) or ["(no samples)"]
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 Row = tuple[int | None, ...]
 
-_nsys_read = pytest.importorskip("traceq.importers._nsys_read", reason="the compiled reader is not built")
+_column_reader = pytest.importorskip("traceq.importers.nsys._column_reader", reason="the compiled reader is not built")
 pytestmark = pytest.mark.skipif(
-    nsys_compiled.sqlite_functions() is None, reason="the compiled reader found no SQLite library"
+    column_reader.sqlite_functions() is None, reason="the compiled reader found no SQLite library"
 )
 
 
@@ -64,9 +64,9 @@ def sqlite3_rows(path: Path, sql: str) -> list[Row]:
 
 def compiled_read(path: Path, sql: str, rows_hint: int = 0) -> tuple[int, list[Any]] | str:
     """What the compiled reader returns for ``sql`` on a connection of its own."""
-    functions = nsys_compiled.sqlite_functions()
+    functions = column_reader.sqlite_functions()
     assert functions is not None
-    conn = _nsys_read.Connection(sqlite_uri(path), functions)
+    conn = _column_reader.Connection(sqlite_uri(path), functions)
     try:
         return conn.read(sql, rows_hint)
     finally:
@@ -74,7 +74,7 @@ def compiled_read(path: Path, sql: str, rows_hint: int = 0) -> tuple[int, list[A
 
 
 def as_rows(result: tuple[int, list[Any]] | str) -> list[Row]:
-    """The reader's buffers decoded independently of nsys_tables: rows of ints and Nones."""
+    """The reader's buffers decoded independently of export_db: rows of ints and Nones."""
     assert not isinstance(result, str), result
     n, columns = result
     decoded = []
@@ -103,7 +103,7 @@ def chunks(
 @pytest.fixture(autouse=True)
 def reader_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The reader as traceq runs by default, whatever this shell's environment says."""
-    monkeypatch.delenv(nsys_compiled.COMPILED_READER_ENV, raising=False)
+    monkeypatch.delenv(column_reader.COMPILED_READER_ENV, raising=False)
     yield
 
 
@@ -160,18 +160,18 @@ def test_a_value_that_is_not_an_integer_is_declined_not_converted(tmp_path: Path
 
 def test_sqlite_failures_are_sqlite_errors(tmp_path: Path) -> None:
     path = write_table(tmp_path / "t.sqlite", ("a INTEGER",), [(1,)])
-    with pytest.raises(_nsys_read.SQLiteError, match="no such table: U"):
+    with pytest.raises(_column_reader.SQLiteError, match="no such table: U"):
         compiled_read(path, "SELECT a FROM U")
     not_sqlite = tmp_path / "not.sqlite"
     not_sqlite.write_bytes(b"SQLite format 2\0" + b"x" * 4096)
-    with pytest.raises(_nsys_read.SQLiteError, match="not a database"):
+    with pytest.raises(_column_reader.SQLiteError, match="not a database"):
         compiled_read(not_sqlite, "SELECT a FROM T")
 
 
 def test_a_closed_connection_refuses_to_read(tmp_path: Path) -> None:
-    functions = nsys_compiled.sqlite_functions()
+    functions = column_reader.sqlite_functions()
     assert functions is not None
-    conn = _nsys_read.Connection(sqlite_uri(write_table(tmp_path / "t.sqlite", ("a",), [(1,)])), functions)
+    conn = _column_reader.Connection(sqlite_uri(write_table(tmp_path / "t.sqlite", ("a",), [(1,)])), functions)
     conn.close()
     conn.close()  # twice is harmless
     with pytest.raises(ValueError, match="closed"):
@@ -179,7 +179,7 @@ def test_a_closed_connection_refuses_to_read(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# read_chunks: the reader where it can, the other backends where it declines
+# read_chunks: the reader where it can, ADBC where it declines
 
 
 def test_chunks_equal_the_sqlite3_rows_in_order(tmp_path: Path) -> None:
@@ -187,12 +187,12 @@ def test_chunks_equal_the_sqlite3_rows_in_order(tmp_path: Path) -> None:
     path = write_table(tmp_path / "t.sqlite", ("a INTEGER", "b INTEGER", "c INTEGER"), rows)
     spec: dict[str, pl.DataType] = {"c": INT, "a": INT, "b": INT, "absent": INT}
     pieces, declined = chunks(path, "T", spec, chunk_rows=7)
-    assert nsys_tables.reader_backend() == "compiled" and not declined
+    assert export_db.reader_backend() == "compiled" and not declined
     assert len(pieces) == 8 and all(p.schema == pl.Schema(spec) for p in pieces)
     assert pl.concat(pieces).rows() == [(c, a, b, None) for a, b, c in rows]
 
 
-def test_a_declined_chunk_is_read_through_the_other_backends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_declined_chunk_is_read_through_adbc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rows: list[tuple[Any, ...]] = [(i, None if i == 3 else i) for i in range(10)]
     rows[7] = (7, 7.0)  # kept as REAL by the untyped column
     path = write_table(tmp_path / "t.sqlite", ("a INTEGER", "b"), rows)
@@ -202,23 +202,15 @@ def test_a_declined_chunk_is_read_through_the_other_backends(tmp_path: Path, mon
         'column 1 (b) holds a REAL value (row 1 of the result): SELECT "a", "b" FROM "T" WHERE rowid BETWEEN 7 AND 9'
     ]
     assert pl.concat(pieces).rows() == [(i, None if i == 3 else i) for i in range(10)]
-    monkeypatch.setenv(nsys_compiled.COMPILED_READER_ENV, "0")
-    assert nsys_tables.reader_backend() in ("adbc", "sqlite3")
+    monkeypatch.setenv(column_reader.COMPILED_READER_ENV, "0")
+    assert export_db.reader_backend() == "adbc"
     without, _ = chunks(path, "T", spec, chunk_rows=3)
     assert pl.concat(pieces).equals(pl.concat(without))
 
 
-def test_a_declined_chunk_without_adbc_is_read_through_sqlite3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(nsys_tables._ADBC, "dbapi", None)
-    path = write_table(tmp_path / "t.sqlite", ("a INTEGER", "b"), [(i, 4.0 if i == 4 else i) for i in range(9)])
-    pieces, declined = chunks(path, "T", {"a": INT, "b": INT}, chunk_rows=4)
-    assert len(declined) == 1
-    assert pl.concat(pieces).rows() == [(i, i) for i in range(9)]
-
-
-def test_a_text_column_is_left_to_the_other_backends(tmp_path: Path) -> None:
+def test_a_text_column_is_left_to_adbc(tmp_path: Path) -> None:
     path = write_table(tmp_path / "t.sqlite", ("a INTEGER", "t TEXT"), [(i, f"x{i}") for i in range(9)])
-    pieces, declined = chunks(path, "T", {"a": INT, "t": nsys_tables.TEXT}, chunk_rows=4)
+    pieces, declined = chunks(path, "T", {"a": INT, "t": export_db.TEXT}, chunk_rows=4)
     assert not declined  # never asked: the chunk's columns are not all integers
     assert pl.concat(pieces).rows() == [(i, f"x{i}") for i in range(9)]
 
@@ -238,7 +230,7 @@ def test_a_damaged_export_is_a_corrupt_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reader: str, how: str
 ) -> None:
     if reader == "off":
-        monkeypatch.setenv(nsys_compiled.COMPILED_READER_ENV, "0")
+        monkeypatch.setenv(column_reader.COMPILED_READER_ENV, "0")
     path = write_table(tmp_path / "t.sqlite", ("a INTEGER", "b INTEGER"), [(i, i * i) for i in range(20_000)])
     damage(path, how)
     with pytest.raises(CorruptTraceError, match="cannot be read as SQLite") as caught:
@@ -249,7 +241,7 @@ def test_a_damaged_export_is_a_corrupt_trace(
             db.close()
     assert caught.value.path == str(path)
     if (reader, how) == ("compiled", "overwritten"):  # the reader's own error, from the damaged chunks
-        assert isinstance(caught.value.__cause__, _nsys_read.SQLiteError)
+        assert isinstance(caught.value.__cause__, _column_reader.SQLiteError)
 
 
 @given(
@@ -277,11 +269,11 @@ def test_any_integer_and_null_columns_read_in_any_chunks_equal_sqlite3(rows: lis
 
 def import_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, chunk_rows: int | None) -> None:
     if chunk_rows is not None:
-        monkeypatch.setattr(nsys_tables, "CHUNK_ROWS", chunk_rows)
-    assert nsys_tables.reader_backend() == "compiled"
+        monkeypatch.setattr(export_db, "CHUNK_ROWS", chunk_rows)
+    assert export_db.reader_backend() == "compiled"
     on = read_nsys_sqlite(path)
-    monkeypatch.setenv(nsys_compiled.COMPILED_READER_ENV, "0")
-    assert nsys_tables.reader_backend() in ("adbc", "sqlite3")
+    monkeypatch.setenv(column_reader.COMPILED_READER_ENV, "0")
+    assert export_db.reader_backend() == "adbc"
     off = read_nsys_sqlite(path)
     assert on.events.schema == off.events.schema
     assert on.events.equals(off.events)

@@ -1,5 +1,5 @@
 /*
- * traceq.importers._kineto_scan: the Kineto fast path's single pass over the event array.
+ * traceq.importers.kineto._scanner: the Kineto fast path's single pass over the event array.
  *
  * scan() validates a run of Chrome-trace events as strict JSON (RFC 8259) and, in the same pass,
  * writes the columns of the fields it is asked for, one row per event, as Arrow buffers:
@@ -46,7 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BUFFER_TYPE_NAME "traceq.importers._kineto_scan.Buffer"
+#define BUFFER_TYPE_NAME "traceq.importers.kineto._scanner.Buffer"
 #define BUFFER_DOC "Memory written by scan(), read through the buffer protocol (read-only)."
 #include "_buffers.h"
 
@@ -1136,11 +1136,11 @@ static PyMethodDef methods[] = {{"scan", scan, METH_VARARGS, scan_doc},
                                 {"move_pages", move_pages, METH_VARARGS, move_pages_doc},
                                 {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto_scan",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scanner",
                                     "The Kineto fast path's single pass over the event array (see scan).", -1,
                                     methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__kineto_scan(void) {
+PyMODINIT_FUNC PyInit__scanner(void) {
     if (PyType_Ready(&BufferType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;

@@ -1,4 +1,4 @@
-"""Types of the compiled scanner (``_kineto_scan.c``); see :mod:`traceq.importers.kineto_fast`."""
+"""Types of the compiled scanner (``_scanner.c``); see :mod:`traceq.importers.kineto.scanner`."""
 
 from collections.abc import Sequence
 from typing import Final

@@ -2,7 +2,7 @@
 
 Each ``convert_*`` function takes a frame :meth:`ExportDb.read` or :meth:`ExportDb.read_chunks`
 returned for its table (the ``*_COLUMNS`` spec beside it says which columns it asks for) and the
-resolved strings (:mod:`traceq.importers.nsys_strings`), and returns a :class:`Converted`: rows
+resolved strings (:mod:`traceq.importers.nsys.strings`), and returns a :class:`Converted`: rows
 with columns of :mod:`traceq.schema` (``name`` already Categorical for kernels, API calls, memcpys
 and memsets, a plain string elsewhere; ``kind``/``copy_kind``/``sync_kind`` still strings) plus a
 helper column ``_proc``, the full process key ``global id >> 24`` (pid with its VM and hardware
@@ -22,8 +22,8 @@ from typing import Final
 
 import polars as pl
 
-from traceq.importers.nsys_strings import NAME, StringLookup, by_id
-from traceq.importers.nsys_tables import INT, TEXT
+from traceq.importers.nsys.export_db import INT, TEXT
+from traceq.importers.nsys.strings import NAME, StringLookup, by_id
 
 KERNEL: Final = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY: Final = "CUPTI_ACTIVITY_KIND_MEMCPY"

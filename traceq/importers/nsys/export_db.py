@@ -6,30 +6,33 @@ This module owns everything that touches SQLite for the nsys importer:
   (not even a journal), and translating SQLite failures into :class:`~traceq.errors.CorruptTraceError`;
 * resolving table names (``NAME`` exactly, else the highest ``NAME_V<n>``), and probing columns with
   ``PRAGMA table_info`` so callers select only what this export has;
-* bulk reads of whole columns into polars frames, with no Python loop per row.  Three backends give
-  the same frames: for integer columns the compiled reader (:mod:`traceq.importers._nsys_read`,
-  which steps SQLite straight into Arrow buffers, about twice as fast as ADBC); the ADBC SQLite
-  driver (``adbc-driver-sqlite``, Arrow-native and about three times faster than ``sqlite3``) when it
-  is installed; else the standard library's ``sqlite3``;
+* bulk reads of whole columns into polars frames, with no Python loop per row, by two backends
+  that give the same frames: for integer columns the compiled reader
+  (:mod:`traceq.importers.nsys.column_reader`, which steps SQLite straight into Arrow buffers, about
+  twice as fast as ADBC), for everything else the ADBC SQLite driver (``adbc-driver-sqlite``, a
+  dependency: Arrow-native and about three times faster than ``sqlite3``).  The standard library's
+  ``sqlite3`` reads only a result that holds text that is not valid UTF-8 (which it decodes
+  lossily; ADBC would hand it to polars unchecked), and the small metadata reads;
 * :meth:`ExportDb.read_chunks`: a large table as consecutive ``rowid`` ranges, read ahead on a few
-  threads (both fast backends release the GIL, so they run on separate cores) and handed over in
-  file order, so that a caller converts one chunk while the next ones are read and no table is ever
-  held whole in its raw form.  A chunk whose columns are all integers is read by the compiled
-  reader (:mod:`traceq.importers.nsys_compiled`); where it is not built, no SQLite library is found
-  for it, ``TRACEQ_NSYS_COMPILED_READER`` is ``0``, or the chunk holds a value that is not an
-  integer or NULL (the reader then declines; it never converts), the chunk is read through ADBC,
-  else ``sqlite3``;
+  threads (both backends release the GIL, so they run on separate cores) and handed over in file
+  order, so that a caller converts one chunk while the next ones are read and no table is ever held
+  whole in its raw form.  A chunk whose columns are all integers is read by the compiled reader;
+  where it is not built, no SQLite library is found for it, ``TRACEQ_NSYS_COMPILED_READER`` is
+  ``0``, or the chunk holds a value that is not an integer or NULL (the reader then declines; it
+  never converts), the chunk is read through ADBC;
 * ``StringIds`` look-ups for only the ids a caller needs.
 
 Callers describe a read as ``{column: polars dtype}``; columns the table lacks come back as nulls,
-so the converters in :mod:`traceq.importers.nsys_sqlite` never branch on the nsys version to read.
+so the converters (:mod:`traceq.importers.nsys.convert`) never branch on the nsys version to read.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sqlite3
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -43,8 +46,8 @@ import polars as pl
 import pyarrow as pa
 
 from traceq.errors import CorruptTraceError
-from traceq.importers import nsys_compiled
-from traceq.importers.nsys_compiled import (
+from traceq.importers.nsys import column_reader
+from traceq.importers.nsys.column_reader import (
     compiled_frame,
     compiled_reader_available,
     is_compiled_error,
@@ -91,7 +94,7 @@ class ExportDb:
     resolved: dict[str, str] = field(default_factory=dict)
     """Logical table name -> the ``_V<n>`` table that stood in for it (only where one did)."""
     declined: list[str] = field(default_factory=list)
-    """Why the compiled reader declined chunks (each was read through ADBC or ``sqlite3`` instead)."""
+    """Why the compiled reader declined chunks (each was read through ADBC instead)."""
     _columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _readers: _ChunkReaders | None = None
 
@@ -105,7 +108,7 @@ class ExportDb:
         if self._readers is not None:
             self._readers.close()
             self._readers = None
-            nsys_compiled.trim()
+            column_reader.trim()
 
     def table(self, name: str) -> str | None:
         """The table holding ``name``'s data: ``name`` itself, else its highest ``_V<n>``, else None."""
@@ -159,14 +162,14 @@ class ExportDb:
 
         Pieces are ``rowid`` ranges, read ahead in parallel: all-integer ones by the compiled reader,
         others (and those it declines) through ADBC.  A table without usable rowids (a view,
-        ``WITHOUT ROWID``, very sparse ids) is one piece; with neither fast backend the table is
-        read whole by ``sqlite3``.  Concatenated, the pieces equal :meth:`read`'s frame.
+        ``WITHOUT ROWID``, very sparse ids) is one piece.  Concatenated, the pieces equal
+        :meth:`read`'s frame.
         """
         chunk_rows = chunk_rows or CHUNK_ROWS
         present = set(self.columns(table))
         selected = {name: dtype for name, dtype in spec.items() if name in present}
         compiled = bool(selected) and all(d == INT for d in selected.values()) and compiled_reader_available()
-        bounds = self._rowid_bounds(table, chunk_rows) if selected and (compiled or _adbc_available()) else None
+        bounds = self._rowid_bounds(table, chunk_rows) if selected else None
         if bounds is None and not compiled:
             yield self.read(table, spec)
             return
@@ -183,7 +186,7 @@ class ExportDb:
         for sql in sqls:
             with _translating_errors(self.path):
                 frame = next(pieces)
-                if frame is None:  # text that is not valid UTF-8, or a declined chunk without ADBC
+                if frame is None:  # text that is not valid UTF-8
                     frame = _fetch_sqlite3(self.conn, sql, selected)
             yield self._typed(frame, selected).with_columns(missing).select(list(spec))
 
@@ -203,8 +206,8 @@ class ExportDb:
     def query(self, sql: str, spec: ColumnSpec) -> pl.DataFrame:
         """Run ``sql`` (whose result columns are exactly ``spec``'s, in order) into a frame."""
         with _translating_errors(self.path):
-            frame = _fetch_adbc(self.uri, sql, spec) if _adbc_available() else None
-            if frame is None:
+            frame = _fetch_adbc(self.uri, sql, spec)
+            if frame is None:  # text that is not valid UTF-8
                 frame = _fetch_sqlite3(self.conn, sql, spec)
         return self._typed(frame, spec)
 
@@ -272,7 +275,7 @@ class _ChunkReaders:
     ) -> Iterator[pl.DataFrame | None]:
         """Each query's frame, in order: by the compiled reader where ``compiled`` (its first
         allocation sized for ``rows_hint`` rows) and it does not decline, else through ADBC; None
-        where the caller must read it through ``sqlite3`` (text that is not valid UTF-8, or no ADBC).
+        where the caller must read it through ``sqlite3`` (text that is not valid UTF-8).
         At most ``threads + 1`` results wait in memory at a time."""
         pending: deque[Future[pl.DataFrame | None]] = deque()
         try:
@@ -288,14 +291,12 @@ class _ChunkReaders:
 
     def _read(self, sql: str, spec: ColumnSpec, compiled: bool, rows_hint: int) -> pl.DataFrame | None:
         if compiled:
-            reader = self._connection("compiled", lambda: nsys_compiled.connect(self.uri))
+            reader = self._connection("compiled", lambda: column_reader.connect(self.uri))
             result = reader.read(sql, rows_hint)
             if not isinstance(result, str):
                 return compiled_frame(result, spec)
             self.declined.append(f"{result}: {sql}")
-        if not _adbc_available():
-            return None
-        return _fetch_adbc(self.uri, sql, spec, self._connection("adbc", lambda: _ADBC["dbapi"].connect(self.uri)))
+        return _fetch_adbc(self.uri, sql, spec, self._connection("adbc", lambda: _adbc().connect(self.uri)))
 
     def _connection(self, kind: str, connect: Callable[[], Any]) -> Any:
         """This thread's connection of ``kind``, opened on first use."""
@@ -341,12 +342,9 @@ def open_export(path: Path) -> ExportDb:
 
 def reader_backend() -> str:
     """How :meth:`ExportDb.read_chunks` reads integer columns: ``compiled`` (see
-    :func:`~traceq.importers.nsys_compiled.compiled_reader_available`), else ``adbc`` when the ADBC
-    SQLite driver is importable, else ``sqlite3``.  Text columns, declined chunks and the other
-    reads use ADBC, else ``sqlite3``."""
-    if compiled_reader_available():
-        return "compiled"
-    return "adbc" if _adbc_available() else "sqlite3"
+    :func:`~traceq.importers.nsys.column_reader.compiled_reader_available`), else ``adbc``.  Text
+    columns, declined chunks and the other bulk reads use ADBC."""
+    return "compiled" if compiled_reader_available() else "adbc"
 
 
 def _decode_lossy(raw: bytes) -> str:
@@ -398,22 +396,18 @@ def _fetch_sqlite3(conn: sqlite3.Connection, sql: str, spec: ColumnSpec) -> pl.D
         raise sqlite3.DatabaseError(f"unexpected value types: {exc}") from exc
 
 
-_ADBC: dict[str, Any] = {}
+@functools.cache
+def _adbc() -> Any:
+    """The ADBC SQLite driver's DB-API module, imported on first use: it costs an import that a file
+    turned away before any bulk read (not an nsys export) need not pay."""
+    import adbc_driver_sqlite.dbapi as dbapi  # type: ignore[import-not-found, unused-ignore]
 
-
-def _adbc_available() -> bool:
-    if "dbapi" not in _ADBC:
-        try:
-            import adbc_driver_sqlite.dbapi as dbapi  # type: ignore[import-not-found, unused-ignore]
-        except ImportError:
-            _ADBC["dbapi"] = None
-        else:
-            _ADBC["dbapi"] = dbapi
-    return _ADBC["dbapi"] is not None
+    return dbapi
 
 
 def _is_adbc_error(exc: BaseException) -> bool:
-    dbapi = _ADBC.get("dbapi")
+    # Only an imported driver can have raised it, so the check never imports the driver.
+    dbapi = sys.modules.get("adbc_driver_sqlite.dbapi")
     return dbapi is not None and isinstance(exc, dbapi.Error)
 
 
@@ -425,7 +419,7 @@ def _fetch_adbc(uri: str, sql: str, spec: ColumnSpec, connection: Any = None) ->
     through ``sqlite3``, which decodes it lossily.
     """
     if connection is None:
-        with _ADBC["dbapi"].connect(uri) as conn:
+        with _adbc().connect(uri) as conn:
             return _fetch_adbc(uri, sql, spec, conn)
     with connection.cursor() as cur:
         cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": _ADBC_BATCH_ROWS})

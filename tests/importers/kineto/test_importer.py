@@ -1,8 +1,8 @@
 """The Kineto / Chrome-trace importer, specified by tiny inline traces.
 
 Each test writes a trace of a few events and states the rows (or the error) it must give.  Real
-traces are in ``test_kineto_real.py``; the fast-path/lenient-path equivalence and the repairs in
-``test_kineto_paths.py``.
+traces are in ``test_real_traces.py``; the fast-path/lenient-path equivalence and the repairs in
+``test_two_parsers.py``; the gzip inflater in ``test_trace_bytes.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from traceq import schema
 from traceq.errors import CorruptTraceError, EmptyTraceError, UnsupportedFormatError
 from traceq.importers import read_file
-from traceq.importers.kineto import read_kineto
+from traceq.importers.kineto.importer import read_kineto
 from traceq.importers.result import ImportResult
 
 API_PID = 4242

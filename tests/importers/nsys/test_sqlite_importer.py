@@ -1,4 +1,4 @@
-"""Specification of the Nsight Systems SQLite importer (traceq.importers.nsys_sqlite).
+"""Specification of the Nsight Systems SQLite importer (traceq.importers.nsys.sqlite_importer).
 
 Three layers: tiny exports written here with sqlite3 and the rows they must become; the error
 contract (which file gets which error); and every real export under ../shared/sample_traces/nsys,
@@ -21,13 +21,13 @@ from hypothesis import strategies as st
 from tracegen import build_timeline, preset, write_big_nsys_sqlite, write_nsys_per_rank, write_nsys_sqlite
 from traceq import schema
 from traceq.errors import CorruptTraceError, InputNotFoundError, UnsupportedFormatError, UnsupportedVersionError
-from traceq.importers import nsys_compiled, nsys_tables
-from traceq.importers.nsys_sqlite import NOT_IMPORTED_TABLES, read_nsys_sqlite
+from traceq.importers.nsys import column_reader, export_db
+from traceq.importers.nsys.sqlite_importer import NOT_IMPORTED_TABLES, read_nsys_sqlite
 from traceq.importers.result import ImportResult
 from traceq.importers.time_sort import sort_by_time
 from traceq.loading import load
 
-SAMPLES = Path(__file__).resolve().parents[2] / ".." / "shared" / "sample_traces" / "nsys"
+SAMPLES = Path(__file__).resolve().parents[3] / ".." / "shared" / "sample_traces" / "nsys"
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.glob("*.sqlite")) or ["(no samples)"]
 
 MFU_2GPU = "nsysai_mfu_2gpu_before_nccl_2026.2.1.sqlite"
@@ -64,21 +64,17 @@ def stats_by_category(result: ImportResult) -> dict[str, tuple[int, int, dict[st
     return {c.category: (c.events, c.rows, dict(c.skipped)) for c in result.stats.counts}
 
 
-@pytest.fixture(params=["sqlite3", "adbc", "adbc-chunked", "compiled", "compiled-chunked"])
+@pytest.fixture(params=["adbc", "adbc-chunked", "compiled", "compiled-chunked"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Run a test once per reader backend, and with ADBC and the compiled reader reading (and the
     sort writing) in chunks of two rows, so that every table of the tiny exports is split; all must
     agree.  The compiled reader reads the activity tables' integer columns, ADBC the rest."""
     if not request.param.startswith("compiled"):
-        monkeypatch.setenv(nsys_compiled.COMPILED_READER_ENV, "0")
-    elif not nsys_compiled.compiled_reader_available():
-        pytest.skip("the compiled reader is not built or found no SQLite library; the others are tested")
-    if request.param == "sqlite3":
-        monkeypatch.setitem(nsys_tables._ADBC, "dbapi", None)
-    elif request.param.startswith("adbc") and nsys_tables.reader_backend() != "adbc":
-        pytest.skip("adbc-driver-sqlite is not installed; the sqlite3 backend is tested instead")
+        monkeypatch.setenv(column_reader.COMPILED_READER_ENV, "0")
+    elif not column_reader.compiled_reader_available():
+        pytest.skip("the compiled reader is not built or found no SQLite library; ADBC is tested")
     if request.param.endswith("-chunked"):
-        monkeypatch.setattr(nsys_tables, "CHUNK_ROWS", 2)
+        monkeypatch.setattr(export_db, "CHUNK_ROWS", 2)
     yield request.param
 
 
@@ -526,23 +522,9 @@ def test_real_export_is_opened_read_only(sample: Path) -> None:
 
 
 @pytest.mark.real
-def test_real_export_is_the_same_through_both_backends(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(nsys_compiled.COMPILED_READER_ENV, "0")  # tests/importers/test_nsys_compiled.py compares it
-    if nsys_tables.reader_backend() != "adbc":
-        pytest.skip("adbc-driver-sqlite is not installed; nothing to compare the sqlite3 backend with")
-    fast = read_nsys_sqlite(sample)
-    monkeypatch.setitem(nsys_tables._ADBC, "dbapi", None)
-    plain = read_nsys_sqlite(sample)
-    assert fast.events.equals(plain.events)
-    assert (fast.stats, fast.meta) == (plain.stats, plain.meta)
-
-
-@pytest.mark.real
 def test_real_export_is_the_same_read_in_small_chunks(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if nsys_tables.reader_backend() == "sqlite3":
-        pytest.skip("neither the compiled reader nor adbc-driver-sqlite is available; sqlite3 reads whole")
     whole = read_nsys_sqlite(sample)
-    monkeypatch.setattr(nsys_tables, "CHUNK_ROWS", 1000)
+    monkeypatch.setattr(export_db, "CHUNK_ROWS", 1000)
     chunked = read_nsys_sqlite(sample)
     assert chunked.events.schema == whole.events.schema
     assert as_strings(chunked).equals(as_strings(whole))
@@ -559,16 +541,14 @@ def as_strings(result: ImportResult) -> pl.DataFrame:
 
 
 def test_read_chunks_equals_one_read(tmp_path: Path) -> None:
-    if nsys_tables.reader_backend() == "sqlite3":
-        pytest.skip("neither the compiled reader nor adbc-driver-sqlite is available; sqlite3 reads whole")
     rows = [(i, i + 5, None if i < 4 else i % 3, f"t{i}" if i % 2 else None) for i in range(20)]
     path = make_export(tmp_path / "t.sqlite", {"T": (("start", "end", "streamId", "text"), rows)})
     conn = sqlite3.connect(path)
     conn.execute("DELETE FROM T WHERE start IN (6, 7, 13)")  # rowid gaps
     conn.commit()
     conn.close()
-    spec = {"start": nsys_tables.INT, "streamId": nsys_tables.INT, "absent": nsys_tables.INT}
-    db = nsys_tables.open_export(path)
+    spec = {"start": export_db.INT, "streamId": export_db.INT, "absent": export_db.INT}
+    db = export_db.open_export(path)
     try:
         pieces = list(db.read_chunks("T", spec, chunk_rows=3))
         whole = db.read("T", spec)

@@ -1,6 +1,6 @@
 """From compacted events to the event table: what needs the whole trace.
 
-:func:`normalise` takes the events as :func:`~traceq.importers.kineto_compact.compact` left them
+:func:`normalise` takes the events as :func:`~traceq.importers.kineto.compact.compact` left them
 (one frame for the file) and does what no single event can say by itself: ``B``/``E`` pairing (a
 stack per thread, walked in Python over the ``B``/``E`` events only -- Kineto never writes them),
 launch flows filling missing correlation ids, the pid of GPU rows (the launching process), kinds
@@ -24,7 +24,7 @@ from typing import Final, Literal
 
 import polars as pl
 
-from traceq.importers.kineto_compact import (
+from traceq.importers.kineto.compact import (
     PER_EVENT_ARG_COLUMNS,
     ROW,
     SKIP_NOT_OBJECT,
@@ -242,7 +242,7 @@ def _pair_begin_end(events: pl.DataFrame) -> tuple[pl.DataFrame, int]:
 
 def _describe(events: pl.DataFrame, present: pl.DataFrame) -> dict[str, pl.Expr]:
     """Expressions for kind, the GPU-side flag and the numeric pid/tid (from distinct values;
-    ``present``: the categories, as :func:`~traceq.importers.kineto_compact.codes_and_texts` gives them)."""
+    ``present``: the categories, as :func:`~traceq.importers.kineto.compact.codes_and_texts` gives them)."""
     categories: list[str] = present["text"].to_list()
     kinds = pl.Series([kind_of_category(c) for c in categories], dtype=pl.String)
     by_category = by_int_key(pl.col("cat").to_physical(), present["code"], kinds, KIND_DTYPE)

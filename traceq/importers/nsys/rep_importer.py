@@ -2,7 +2,7 @@
 
 A report's container is opaque; only NVIDIA's ``nsys`` binary can read it.  :func:`read_nsys_rep`
 runs ``nsys export --type sqlite`` once, keeps the export as a cache, and imports it with
-:func:`~traceq.importers.nsys_sqlite.load_nsys_export` so that rows, stats and meta name the
+:func:`~traceq.importers.nsys.sqlite_importer.load_nsys_export` so that rows, stats and meta name the
 report, not the cache (``meta.format`` is ``nsys-rep``; ``meta.properties["sqlite_export"]`` says
 where the export lies).
 
@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from traceq.errors import ExternalToolError, InputNotFoundError, NsysNotFoundError, TraceqError
-from traceq.importers.nsys_sqlite import load_nsys_export
+from traceq.importers.nsys.sqlite_importer import load_nsys_export
 from traceq.importers.result import ImportResult
 
 DEFAULT_CACHE_DIR = Path("~/.cache/traceq/nsys-export")
@@ -39,7 +39,7 @@ def read_nsys_rep(path: Path) -> ImportResult:
 
     Raises :class:`~traceq.errors.NsysNotFoundError` when an export is needed and no ``nsys`` is
     available, :class:`~traceq.errors.ExternalToolError` when ``nsys export`` fails, and whatever
-    :func:`~traceq.importers.nsys_sqlite.read_nsys_sqlite` raises for the export.
+    :func:`~traceq.importers.nsys.sqlite_importer.read_nsys_sqlite` raises for the export.
     """
     if not path.is_file():
         raise InputNotFoundError("no such report file", path=path, hint="check the path")

@@ -21,12 +21,12 @@ import polars as pl
 import pytest
 
 from traceq import schema
-from traceq.importers.kineto import read_kineto
+from traceq.importers.kineto.importer import read_kineto
 from traceq.importers.result import ImportResult
 
 pytestmark = pytest.mark.real
 
-SHARED = (Path(__file__).resolve().parents[2] / ".." / "shared" / "sample_traces").resolve()
+SHARED = (Path(__file__).resolve().parents[3] / ".." / "shared" / "sample_traces").resolve()
 REAL = sorted(str(p.relative_to(SHARED)) for d in ("hta", "kineto") for p in (SHARED / d).glob("**/*.json.gz"))
 
 RANKS = {

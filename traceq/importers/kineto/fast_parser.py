@@ -1,15 +1,13 @@
-"""From bytes to events: the *raw event frame*, one row per trace event, the fields traceq reads.
+"""The fast parser of the Kineto importer: the raw event frame from the compiled scanner's passes.
 
-Two parsers produce the same raw frame (:data:`RAW_SCHEMA`; ``idx`` is the event's position in the
-array) and hand it, a block at a time, to a ``compact`` callback (the importer's per-event
-normalisation), so that the bulky raw columns never exist for the whole file at once:
-
-* :func:`parse_fast` -- the columnar path: the compiled scanner validates a block of the event
-  array as strict JSON and writes the Arrow buffers of the fields read in one pass
-  (:mod:`traceq.importers.kineto_fast`), so no Python object is built per event.  Anything the
-  scanner cannot vouch for makes the fast path decline rather than guess.
-* :func:`~traceq.importers.kineto_lenient.parse_lenient` -- Python's ``json`` after a repair pass,
-  used only when the fast path declines; same raw frame (see that module).
+:func:`parse_fast` finds the event array (:func:`locate_event_array`), has the compiled scanner
+(:mod:`traceq.importers.kineto.scanner`) validate a block of it at a time as strict JSON and write
+the Arrow buffers of the fields read in one pass, so no Python object is built per event, and hands
+each block of the raw frame (:data:`~traceq.importers.kineto.raw_frame.RAW_SCHEMA`; ``idx`` is the
+event's position in the array) to a ``compact`` callback (the importer's per-event normalisation),
+so that the bulky raw columns never exist for the whole file at once.  Anything the scanner cannot
+vouch for makes the fast path decline (:class:`~traceq.importers.kineto.scanner.FastPathDeclined`)
+rather than guess; :mod:`traceq.importers.kineto.lenient_parser` then builds the same frame.
 
 ``ts``/``dur`` are read as IEEE doubles, as every Chrome-trace viewer does.  Fields that mix types
 in real files (``pid``, ``tid``, ``id``, ``device``, ``stream``: ints, ``"stream 7"``, ``"Spans"``,
@@ -23,97 +21,33 @@ from __future__ import annotations
 
 import json
 import mmap
-from collections.abc import Callable
+import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import polars as pl
 
-from traceq.importers.kineto_fast import (
+from traceq.importers.kineto.raw_frame import (
+    RAW_SCHEMA,
+    TRIPLE_FIELDS,
+    UNCLOSED_ARRAY_WARNING,
+    Compact,
+    Container,
+    ParsedTrace,
+    decoder,
+)
+from traceq.importers.kineto.scanner import (
     CLOSED,
     CUT_OFF,
     OPEN_END,
     FastPathDeclined,
     FieldSpec,
-    Raw,
     Scanned,
     scan,
     to_block,
     trim,
 )
-from traceq.importers.kineto_scan import Container, Inflating, locate_event_array
-
-TOP_FIELDS: Final[dict[str, pl.DataType]] = {
-    "ph": pl.Categorical(),
-    "cat": pl.Categorical(),
-    "name": pl.Categorical(),
-    "pid": pl.Categorical(),
-    "tid": pl.String(),
-    "ts": pl.Float64(),
-    "dur": pl.Float64(),
-    "id": pl.String(),
-    "bp": pl.Categorical(),
-}
-"""Event fields read, and their types in the raw frame (``s``, the instant scope, is not used)."""
-
-ARG_FIELDS: Final[dict[str, pl.DataType]] = {
-    "correlation": pl.Int64(),
-    "External id": pl.Int64(),
-    "external id": pl.Int64(),
-    "device": pl.String(),
-    "stream": pl.String(),
-    "context": pl.Int64(),
-    "bytes": pl.Int64(),
-    "registers per thread": pl.Int64(),
-    "shared memory": pl.Int64(),
-    "graph id": pl.Int64(),
-    "Collective name": pl.Categorical(),
-    "name": pl.Categorical(),
-}
-"""``args`` keys read (``name`` is the payload of ``M`` events); raw-frame column ``args.<key>``."""
-
-TRIPLE_FIELDS: Final = ("grid", "block")
-"""``args`` keys holding a kernel's ``[x, y, z]``: raw-frame columns ``<key>_x``, ``<key>_y``, ``<key>_z``
-(Int32; see :func:`traceq.importers.kineto_fast.triple_of_text` for what counts as a triple)."""
-
-RAW_SCHEMA: Final = pl.Schema(
-    {
-        "idx": pl.UInt32(),
-        **TOP_FIELDS,
-        **{f"args.{k}": dtype for k, dtype in ARG_FIELDS.items()},
-        **{f"{k}_{axis}": pl.Int32() for k in TRIPLE_FIELDS for axis in "xyz"},
-    }
-)
-"""The raw event frame: ``idx`` (position in the array), then the fields above."""
-
-Compact = Callable[[pl.DataFrame], pl.DataFrame]
-"""Turns a block of the raw frame into the (smaller) frame the parsers return."""
-
-UNCLOSED_ARRAY_WARNING: Final = (
-    "the event array has no closing ']' (writer stopped early); every complete event was read"
-)
-
-
-@dataclass(frozen=True)
-class ParsedTrace:
-    """The compacted events and what surrounds them.
-
-    ``top`` holds the top-level keys other than ``traceEvents`` (empty for the array form);
-    ``non_objects`` counts array elements that are not JSON objects (lenient path only; they are
-    reported as skipped); ``parser`` is ``"fast"`` or ``"lenient"``.
-    """
-
-    events: pl.DataFrame
-    top: dict[str, Any]
-    container: Container
-    parser: str
-    non_objects: int = 0
-    warnings: tuple[str, ...] = field(default_factory=tuple)
-
-
-# --------------------------------------------------------------------------------------------
-# Fast path
+from traceq.importers.kineto.trace_bytes import Inflating, Raw
 
 CHUNK_BYTES: Final = 32 << 20
 """Bytes of the event array scanned at a time (a pass stops after the first event ending past them);
@@ -203,6 +137,35 @@ def _locate(source: Raw | Inflating) -> tuple[Container, int]:
     return locate_event_array(source.whole())
 
 
+_WHITESPACE: Final = b" \t\r\n"
+_BOM: Final = b"\xef\xbb\xbf"
+_KEY_TAIL: Final = re.compile(rb"\s*:\s*\[")
+
+
+def locate_event_array(buf: Raw) -> tuple[Container, int]:
+    """The container form and the offset of the ``[`` that opens the event array."""
+    first = _skip_whitespace(buf, len(_BOM) if buf[: len(_BOM)] == _BOM else 0)
+    if first >= len(buf):
+        raise FastPathDeclined("the file holds only whitespace")
+    if buf[first] == ord("["):
+        return "array", first
+    if buf[first] != ord("{"):
+        raise FastPathDeclined("the file is neither a JSON object nor a JSON array")
+    at = buf.find(b'"traceEvents"', first)
+    while at != -1:
+        tail = _KEY_TAIL.match(buf, at + len(b'"traceEvents"'))
+        if tail:
+            return "object", tail.end() - 1
+        at = buf.find(b'"traceEvents"', at + 1)
+    raise FastPathDeclined("no traceEvents array")
+
+
+def _skip_whitespace(buf: Raw, at: int) -> int:
+    while at < len(buf) and buf[at] in _WHITESPACE:
+        at += 1
+    return at
+
+
 def _bytes_to(source: Raw | Inflating, offset: int) -> Raw | memoryview:
     return source.available(offset) if isinstance(source, Inflating) else source
 
@@ -261,17 +224,3 @@ def _top_level_keys(buf: Raw, start: int, stop: int) -> dict[str, Any]:
         raise FastPathDeclined("traceEvents is not the top-level event array")
     del doc["traceEvents"]
     return doc
-
-
-def _first_wins(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """Duplicate keys: keep the first, as polars' reader does, so both paths agree."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        out.setdefault(key, value)
-    return out
-
-
-def decoder(*, strict: bool) -> json.JSONDecoder:
-    """The JSON decoder both paths use for what is not read by polars (top-level keys, fallback)."""
-    # NaN/Infinity are not JSON (polars refuses them); read them as null, like the repaired N/A.
-    return json.JSONDecoder(object_pairs_hook=_first_wins, strict=strict, parse_constant=lambda _: None)

@@ -1,4 +1,4 @@
-"""The nsys importer's compiled column reader (:mod:`traceq.importers._nsys_read`), seen from Python.
+"""The nsys importer's compiled column reader (C, ``_column_reader.c``), seen from Python.
 
 The C module steps an SQLite query whose columns are all integers straight into Arrow buffers; it
 needs no SQLite header or library at build time, so this module finds the library at run time --
@@ -6,7 +6,8 @@ the one Python's own ``sqlite3`` module uses, else the system's ``libsqlite3`` -
 module the addresses of the functions it calls (:func:`sqlite_functions`).  It also says whether
 the reader may be used (:func:`compiled_reader_available`, :data:`COMPILED_READER_ENV`), turns its
 buffers into a polars frame (:func:`compiled_frame`) and recognises its errors
-(:func:`is_compiled_error`).  Which chunks it reads is :mod:`traceq.importers.nsys_tables`' business.
+(:func:`is_compiled_error`).  Which chunks it reads is :mod:`traceq.importers.nsys.export_db`'s
+business.
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ import pyarrow as pa
 from traceq.importers.arrow_capsule import series_of
 
 try:
-    from traceq.importers import _nsys_read
+    from traceq.importers.nsys import _column_reader
 except ImportError:  # a source tree imported without its compiled module (pip install . builds it)
-    _nsys_read = None  # type: ignore[assignment]
+    _column_reader = None  # type: ignore[assignment]
 
 
 COMPILED_READER_ENV: Final = "TRACEQ_NSYS_COMPILED_READER"
 """Environment variable: ``0`` turns the compiled reader off, so that every chunk is read through
-ADBC (else ``sqlite3``), as where it is not built; read at each
-:meth:`~traceq.importers.nsys_tables.ExportDb.read_chunks` call."""
+ADBC, as where it is not built; read at each
+:meth:`~traceq.importers.nsys.export_db.ExportDb.read_chunks` call."""
 
 
 def compiled_reader_available() -> bool:
@@ -44,17 +45,18 @@ def compiled_reader_available() -> bool:
 
 @functools.cache
 def sqlite_functions() -> tuple[int, ...] | None:
-    """Addresses of the SQLite C functions the compiled reader calls (``_nsys_read.FUNCTIONS``), in the
+    """Addresses of the SQLite C functions the compiled reader calls (``_column_reader.FUNCTIONS``), in the
     library that Python's ``sqlite3`` module uses (else the system's ``libsqlite3``); None where the
     reader is not built or no thread-safe SQLite library is found."""
-    if _nsys_read is None:
+    if _column_reader is None:
         return None
     for candidate in _sqlite_libraries():
         try:
             library = ctypes.CDLL(candidate)
             if not library.sqlite3_threadsafe():  # reader threads beside the sqlite3 module need a safe build
                 continue
-            addresses = [ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in _nsys_read.FUNCTIONS]
+            names = _column_reader.FUNCTIONS
+            addresses = [ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in names]
         except (OSError, AttributeError):
             continue
         found = [address for address in addresses if address]
@@ -76,10 +78,10 @@ def _sqlite_libraries() -> Iterator[str]:
 
 
 def is_compiled_error(exc: BaseException) -> bool:
-    return _nsys_read is not None and isinstance(exc, _nsys_read.SQLiteError)
+    return _column_reader is not None and isinstance(exc, _column_reader.SQLiteError)
 
 
-def compiled_frame(result: tuple[int, list[_nsys_read.Column]], spec: Mapping[str, pl.DataType]) -> pl.DataFrame:
+def compiled_frame(result: tuple[int, list[_column_reader.Column]], spec: Mapping[str, pl.DataType]) -> pl.DataFrame:
     """The compiled reader's buffers as Int64 columns named after ``spec``, without a copy."""
     rows, columns = result
     series = []
@@ -90,15 +92,15 @@ def compiled_frame(result: tuple[int, list[_nsys_read.Column]], spec: Mapping[st
     return pl.DataFrame(series)
 
 
-def connect(uri: str) -> _nsys_read.Connection:
+def connect(uri: str) -> _column_reader.Connection:
     """A compiled-reader connection to the export at ``uri`` (read-only); only where
     :func:`compiled_reader_available`."""
     functions = sqlite_functions()
-    assert _nsys_read is not None and functions is not None
-    return _nsys_read.Connection(uri, functions)
+    assert _column_reader is not None and functions is not None
+    return _column_reader.Connection(uri, functions)
 
 
 def trim() -> None:
     """Free the buffers the compiled reader keeps for its next read (once an export is read)."""
-    if _nsys_read is not None:
-        _nsys_read.trim()
+    if _column_reader is not None:
+        _column_reader.trim()

@@ -1,0 +1,157 @@
+"""The raw event frame: what the two Kineto parsers produce, and the conventions they share.
+
+Both parsers -- :mod:`~traceq.importers.kineto.fast_parser` (the columnar path over the compiled
+scanner) and :mod:`~traceq.importers.kineto.lenient_parser` (Python's ``json`` after repairs) --
+build the same frame, :data:`RAW_SCHEMA`, one row per trace event, and hand it a block at a time to
+a :data:`Compact` callback; they return a :class:`ParsedTrace`.  What must be the same on both paths
+lives here so that neither parser imports the other: the fields read and their raw types, how a
+number read into a text field is spelled (:func:`float_text`), what counts as a kernel's
+``[x, y, z]`` (:func:`triple_of_text`, :func:`triple_of_list`), and the JSON decoder used for what
+polars does not read (:func:`decoder`: top-level keys, the fallback).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Final, Literal
+
+import polars as pl
+
+Container = Literal["object", "array"]
+"""The file's form: ``{"traceEvents": [...], ...}`` or a bare array of events."""
+
+TOP_FIELDS: Final[dict[str, pl.DataType]] = {
+    "ph": pl.Categorical(),
+    "cat": pl.Categorical(),
+    "name": pl.Categorical(),
+    "pid": pl.Categorical(),
+    "tid": pl.String(),
+    "ts": pl.Float64(),
+    "dur": pl.Float64(),
+    "id": pl.String(),
+    "bp": pl.Categorical(),
+}
+"""Event fields read, and their types in the raw frame (``s``, the instant scope, is not used)."""
+
+ARG_FIELDS: Final[dict[str, pl.DataType]] = {
+    "correlation": pl.Int64(),
+    "External id": pl.Int64(),
+    "external id": pl.Int64(),
+    "device": pl.String(),
+    "stream": pl.String(),
+    "context": pl.Int64(),
+    "bytes": pl.Int64(),
+    "registers per thread": pl.Int64(),
+    "shared memory": pl.Int64(),
+    "graph id": pl.Int64(),
+    "Collective name": pl.Categorical(),
+    "name": pl.Categorical(),
+}
+"""``args`` keys read (``name`` is the payload of ``M`` events); raw-frame column ``args.<key>``."""
+
+TRIPLE_FIELDS: Final = ("grid", "block")
+"""``args`` keys holding a kernel's ``[x, y, z]``: raw-frame columns ``<key>_x``, ``<key>_y``, ``<key>_z``
+(Int32; see :func:`triple_of_text` for what counts as a triple)."""
+
+RAW_SCHEMA: Final = pl.Schema(
+    {
+        "idx": pl.UInt32(),
+        **TOP_FIELDS,
+        **{f"args.{k}": dtype for k, dtype in ARG_FIELDS.items()},
+        **{f"{k}_{axis}": pl.Int32() for k in TRIPLE_FIELDS for axis in "xyz"},
+    }
+)
+"""The raw event frame: ``idx`` (position in the array), then the fields above."""
+
+Compact = Callable[[pl.DataFrame], pl.DataFrame]
+"""Turns a block of the raw frame into the (smaller) frame the parsers return."""
+
+UNCLOSED_ARRAY_WARNING: Final = (
+    "the event array has no closing ']' (writer stopped early); every complete event was read"
+)
+
+
+@dataclass(frozen=True)
+class ParsedTrace:
+    """The compacted events and what surrounds them.
+
+    ``top`` holds the top-level keys other than ``traceEvents`` (empty for the array form);
+    ``non_objects`` counts array elements that are not JSON objects (lenient path only; they are
+    reported as skipped); ``parser`` is ``"fast"`` or ``"lenient"``.
+    """
+
+    events: pl.DataFrame
+    top: dict[str, Any]
+    container: Container
+    parser: str
+    non_objects: int = 0
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def float_text(value: float) -> str:
+    """Shortest round-trip decimal without exponent or trailing ``.0`` (how polars spells a float as text,
+    and so how both parsers spell a number read into a text field)."""
+    text = format(Decimal(repr(value)), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+_TRIPLE_TEXT: Final = re.compile(r"\[\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\]", re.ASCII)
+_INT32: Final = range(-(2**31), 2**31)
+Triple = tuple[int | None, int | None, int | None]
+NO_TRIPLE: Final[Triple] = (None, None, None)
+
+
+def triple_of_text(text: str) -> Triple:
+    """``"[x, y, z]"`` (ASCII digits, any whitespace around them) as Int32 components; a component
+    outside Int32 is None, and text of any other form gives no triple."""
+    match = _TRIPLE_TEXT.fullmatch(text)
+    if not match:
+        return NO_TRIPLE
+    x, y, z = (int(group) if int(group) in _INT32 else None for group in match.groups())
+    return x, y, z
+
+
+def triple_of_list(value: list[object]) -> Triple:
+    """A JSON array ``[x, y, z]`` of three integers (not booleans, not floats), as the scanner reads it."""
+    if len(value) != 3 or any(type(v) is not int for v in value):
+        return NO_TRIPLE
+    x, y, z = (v if isinstance(v, int) and v in _INT32 else None for v in value)
+    return x, y, z
+
+
+def _first_wins(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Duplicate keys: keep the first, as polars' reader does, so both paths agree."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        out.setdefault(key, value)
+    return out
+
+
+def decoder(*, strict: bool) -> json.JSONDecoder:
+    """The JSON decoder both paths use for what is not read by polars (top-level keys, fallback)."""
+    # NaN/Infinity are not JSON (polars refuses them); read them as null, like the repaired N/A.
+    return json.JSONDecoder(object_pairs_hook=_first_wins, strict=strict, parse_constant=lambda _: None)
+
+
+__all__ = [
+    "ARG_FIELDS",
+    "NO_TRIPLE",
+    "RAW_SCHEMA",
+    "TOP_FIELDS",
+    "TRIPLE_FIELDS",
+    "UNCLOSED_ARRAY_WARNING",
+    "Compact",
+    "Container",
+    "ParsedTrace",
+    "Triple",
+    "decoder",
+    "float_text",
+    "triple_of_list",
+    "triple_of_text",
+]
