@@ -20,7 +20,8 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq.analyses.gaps import attribute_gaps, find_gaps
+from traceq.analyses.attribution import Attribution, attribute
+from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled
 from traceq.analyses.model import (
     CAUSES,
     ActivityRef,
@@ -34,6 +35,7 @@ from traceq.analyses.model import (
 )
 from traceq.analyses.options import Options
 from traceq.analyses.steps import devices, gpu_rows, step_windows, with_dev
+from traceq.analyses.warmup import with_warmup
 
 
 def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
@@ -41,10 +43,14 @@ def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
     (``options``: the step pattern and how many gaps and kernels to list; default :class:`Options`)."""
     options = options or Options()
     device_table = devices(events)
-    windows = step_windows(events, device_table, options.step_pattern)
+    cpu = labelled(cpu_rows(events), step_pattern=options.step_pattern, input_pattern=options.input_pattern)
+    windows = with_warmup(
+        step_windows(events, device_table, options.step_pattern), _by_device(compile_ranges(cpu), device_table)
+    )
     activity = _activity(events, device_table)
-    gap_rows = attribute_gaps(find_gaps(activity), activity, events)
-    step_rows, gap_in_steps = _measure_windows(activity, windows, gap_rows, device_table.height)
+    attributed = attribute(cpu, activity, windows, device_table.height, step_pattern=options.step_pattern)
+    gap_rows = attributed.gaps
+    step_rows, gap_in_steps = _measure_windows(activity, windows, attributed, device_table.height)
     gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
     info = device_table.select("dev", "rank", "pid", "device", "source")
     gap_table = (
@@ -65,6 +71,18 @@ def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
     )
 
 
+def _by_device(
+    per_process: dict[tuple[str, int | None], iv.Intervals], device_table: pl.DataFrame
+) -> dict[int, iv.Intervals]:
+    """A per-(source, pid) set of intervals, for every device of that process."""
+    out = {}
+    for dev, source, pid in device_table.select("dev", "source", "pid").iter_rows():
+        found = per_process.get((source, pid))
+        if found is not None:
+            out[int(dev)] = found
+    return out
+
+
 ACTIVITY_COLUMNS = ("start_ns", "end_ns", "name", "kind", "stream", "correlation", "copy_kind", "is_comm")
 """What the breakdown and the gap attribution read of each GPU activity row (besides its device)."""
 
@@ -75,16 +93,17 @@ def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
 
 
 def _measure_windows(
-    activity: pl.DataFrame, windows: pl.DataFrame, gap_rows: pl.DataFrame, n_devices: int
+    activity: pl.DataFrame, windows: pl.DataFrame, attributed: Attribution, n_devices: int
 ) -> tuple[pl.DataFrame, np.ndarray[Any, np.dtype[np.int64]]]:
     """Per-window measures (vectorised per device) and, per gap, its ns inside step windows."""
+    gap_rows = attributed.gaps
     window_parts: list[pl.DataFrame] = []
     gap_in_steps = np.zeros(gap_rows.height, np.int64)
     gap_dev = gap_rows.get_column("dev").to_numpy()
     gap_iv = iv.Intervals.from_frame(gap_rows)
     activity_by_dev = _by_dev(activity.select("dev", "start_ns", "end_ns", "is_comm"), n_devices)
     windows_by_dev = _by_dev(windows, n_devices)
-    causes = gap_rows.get_column("cause").to_numpy()
+    empty = iv.Intervals.empty()
     for dev in range(n_devices):
         acts = activity_by_dev[dev]
         win_frame = windows_by_dev[dev]
@@ -101,13 +120,12 @@ def _measure_windows(
             "idle_ns": win.lengths_ns() - iv.measure_in_windows(busy, win),
         }
         on_dev = gap_dev == dev
-        dev_gaps = iv.Intervals(gap_iv.start_ns[on_dev], gap_iv.end_ns[on_dev])
-        gap_in_steps[on_dev] = iv.overlap_with_windows(dev_gaps, win)
-        dev_causes = causes[on_dev]
+        gap_in_steps[on_dev] = iv.overlap_with_windows(
+            iv.Intervals(gap_iv.start_ns[on_dev], gap_iv.end_ns[on_dev]), win
+        )
+        causes = attributed.causes.get(dev, {})
         for cause in CAUSES:
-            of_cause = dev_causes == cause
-            chosen = iv.Intervals(dev_gaps.start_ns[of_cause], dev_gaps.end_ns[of_cause])
-            measures[f"idle_{cause}_ns"] = iv.measure_in_windows(chosen, win)
+            measures[f"idle_{cause}_ns"] = iv.measure_in_windows(causes.get(cause, empty), win)
         window_parts.append(win_frame.with_columns(pl.Series(k, v, dtype=pl.Int64) for k, v in measures.items()))
     steps = pl.concat(window_parts) if window_parts else pl.DataFrame()
     return steps, gap_in_steps
@@ -231,8 +249,12 @@ def longest_gaps(gap_table: pl.DataFrame, limit: int) -> tuple[Gap, ...]:
                 end_ns=int(row["end_ns"]),
                 dur_ns=int(row["dur_ns"]),
                 in_steps_ns=int(row["in_steps_ns"]),
+                kind=row["kind"],
                 cause=row["cause"],
-                next=ActivityRef(
+                causes_ns={c: int(row[f"{c}_ns"]) for c in CAUSES},
+                next=None
+                if row["next_start_ns"] is None
+                else ActivityRef(
                     name=row["next_name"],
                     kind=row["next_kind"],
                     stream=row["next_stream"],

@@ -17,7 +17,7 @@ import polars as pl
 from traceq import intervals as iv
 from traceq import schema
 from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice, median_int, with_step
-from traceq.analyses.gaps import sync_calls
+from traceq.analyses.host_state import cpu_rows, sync_calls
 from traceq.analyses.model import Evidence, Finding
 from traceq.units import evidence_ns, format_bytes, format_share, short_kernel_name, step_position
 
@@ -174,7 +174,7 @@ def host_sync(ctx: FindingContext, worst: WorstDevice) -> Finding:
     share, d = worst.share, worst.device
     gaps = ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col("cause") == "sync") & (pl.col("in_steps_ns") > 0))
     steps = max(d.windows, 1)
-    syncs = sync_calls(ctx.events).filter((pl.col("source") == d.source) & (pl.col("pid").eq_missing(d.pid)))
+    syncs = sync_calls(cpu_rows(ctx.events)).filter((pl.col("source") == d.source) & (pl.col("pid").eq_missing(d.pid)))
     syncs = syncs.filter(iv.overlap_with_windows(iv.Intervals.from_frame(syncs), ctx.window_intervals(d.dev)) > 0)
     by_call = (
         gaps.group_by("sync_name", "sync_tid")

@@ -13,8 +13,11 @@ from typing import Any, ClassVar, Final
 
 import polars as pl
 
-CAUSES: Final = ("input", "sync", "launch", "other", "unknown")
-"""Causes of an idle gap, in the order the rules try them (``unknown``: no launching call found)."""
+CAUSES: Final = ("input", "sync", "compile", "launch", "cpu", "dependency", "unknown")
+"""Causes of idle time, in report order (``docs/analyses.md``: what the host was doing at each idle ns)."""
+
+GAP_KINDS: Final = ("leading", "between", "trailing")
+"""Where an idle interval lies: before a device's first activity, between two, after its last."""
 
 
 def zero_by_cause() -> dict[str, int]:
@@ -90,9 +93,10 @@ class CallRef:
 
 @dataclass(frozen=True)
 class Gap:
-    """A maximal interval with no activity on a device, between two activities, and its cause."""
+    """A maximal idle interval of a device (between two activities, or before its first or after its
+    last), the ns of it each cause takes, its dominant cause and the calls behind it."""
 
-    FIELD_ENUMS: ClassVar[dict[str, tuple[str, ...]]] = {"cause": CAUSES}
+    FIELD_ENUMS: ClassVar[dict[str, tuple[str, ...]]] = {"cause": CAUSES, "kind": GAP_KINDS}
 
     rank: int | None
     device: int
@@ -102,10 +106,16 @@ class Gap:
     dur_ns: int
     in_steps_ns: int
     """How much of the gap lies inside the device's step windows (what counts toward idle_by_cause)."""
+    kind: str
     cause: str
-    next: ActivityRef
+    """The cause with the most ns in the gap (ties: in report order)."""
+    causes_ns: Mapping[str, int]
+    """ns of the gap per cause (they sum to ``dur_ns``)."""
+    next: ActivityRef | None
+    """The activity that ended the gap (none after the last activity)."""
     launch: CallRef | None
     sync: CallRef | None
+    """The synchronising call that blocked the host in the gap or drained the queue before it."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +137,7 @@ class Analysis:
 
     ``devices``/``steps``/``kernels`` are complete; ``gaps`` holds the longest ``max_gaps`` gaps
     (longest first) while ``gap_table`` holds every gap as a DataFrame (columns documented in
-    :func:`traceq.analyses.gaps.attribute_gaps`), except in an analysis merged from a job's parts
+    :func:`traceq.analyses.attribution.attribute`), except in an analysis merged from a job's parts
     (:mod:`traceq.analyses.parts`), whose ``gap_table`` holds no rows (the gaps stay in each
     part's table) and whose ``gaps_total`` counts them.
     """

@@ -27,9 +27,12 @@ class Options:
 
     ``step_pattern``: a regex (matched case-insensitively) naming the CPU-side ranges that delimit
     steps; ``max_gaps``: the longest gaps listed (the gap table keeps all); ``top_kernels``: the
-    kernel names listed by total GPU time.
+    kernel names listed by total GPU time; ``input_pattern``: the user's data-loading ranges.
     """
 
     step_pattern: str = DEFAULT_STEP_PATTERN
     max_gaps: int = DEFAULT_MAX_GAPS
     top_kernels: int = DEFAULT_TOP_KERNELS
+    input_pattern: str | None = None
+    """A regex (Rust syntax) naming the user's own data-loading ranges, besides PyTorch's
+    ``enumerate(DataLoader)…__next__`` (``docs/analyses.md``)."""

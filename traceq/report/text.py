@@ -102,8 +102,12 @@ def _breakdown(devices: Sequence[DeviceBreakdown]) -> list[str]:
     return out
 
 
+CAUSE_HEADINGS = {"dependency": "depend."}
+"""Column headings where a cause's name is wider than its column."""
+
+
 def _idle_by_cause(devices: Sequence[DeviceBreakdown]) -> list[str]:
-    header = "".join(f"{c:>9}" for c in CAUSES)
+    header = "".join(f"{CAUSE_HEADINGS.get(c, c):>9}" for c in CAUSES)
     out = [_heading("idle time by cause (share of step time)"), f"  {'device':<12}{header}"]
     for d in devices:
         cells = "".join(f"{pct(d.idle_by_cause_ns[c], d.dur_ns):>9}" for c in CAUSES)
@@ -161,7 +165,7 @@ def _gaps(report: Report, limit: int = 5) -> list[str]:
             why = f"waited for {g.launch.name}"
         else:
             why = "no launch record"
-        out.append(shorten(f"{head} {why} -> {g.next.name}", WIDTH))
+        out.append(shorten(f"{head} {why} -> {g.next.name if g.next else '(end of trace)'}", WIDTH))
     return out
 
 

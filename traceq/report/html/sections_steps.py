@@ -9,10 +9,10 @@ templates only lay them out and escape every string.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from traceq.analyses.model import CAUSES, DeviceBreakdown, Gap
-from traceq.analyses.timeline import gap_label
+from traceq.analyses.model import CAUSES, DeviceBreakdown
+from traceq.analyses.timeline import gap_fields, gap_label
 from traceq.report.html.chart_style import PALETTE
 from traceq.report.html.charts_steps import MAX_STEP_CHART_DEVICES
 from traceq.report.html.tables import Cell, Column, Table, name_cell, num, row, table
@@ -130,20 +130,6 @@ def breakdown(report: Report, chart: bool) -> Breakdown:
     )
 
 
-def _gap_row(g: Gap) -> dict[str, Any]:
-    """A gap as the row :func:`~traceq.analyses.timeline.gap_label` reads."""
-    return {
-        "cause": g.cause,
-        "start_ns": g.start_ns,
-        "next_name": g.next.name,
-        "launch_name": g.launch.name if g.launch else None,
-        "launch_start_ns": g.launch.start_ns if g.launch else None,
-        "launch_end_ns": g.launch.end_ns if g.launch else None,
-        "sync_name": g.sync.name if g.sync else None,
-        "sync_end_ns": g.sync.end_ns if g.sync else None,
-    }
-
-
 def cause_cell(cause: str) -> Cell:
     """A gap's cause with its colour."""
     return Cell(cause, cls="nowrap", swatch=PALETTE.get(cause, PALETTE["unknown"]))
@@ -153,19 +139,16 @@ def idle(report: Report, chart: bool) -> Idle:
     columns = [Column("device"), Column("idle", num=True)]
     columns += [Column(c, num=True, swatch=PALETTE[c]) for c in CAUSES]
     columns += [
-        Column("outside gaps", num=True, swatch=PALETTE["edge"]),
         Column("idle per step", num=True),
         Column("gaps", num=True),
     ]
     rows = []
     for d in report.devices:
-        edge = d.idle_ns - sum(d.idle_by_cause_ns.values())
         rows.append(
             row(
                 cell_label(d.rank, d.device),
                 num(pct(d.idle_ns, d.dur_ns)),
                 *(num(pct(d.idle_by_cause_ns.get(c, 0), d.dur_ns)) for c in CAUSES),
-                num(pct(edge, d.dur_ns)),
                 num(format_ns(d.idle_ns / max(d.steps, 1))),
                 num(f"{sum(d.gaps_by_cause.values()):,}"),
             )
@@ -177,8 +160,8 @@ def idle(report: Report, chart: bool) -> Idle:
                 num(format_ns(g.dur_ns)),
                 cell_label(g.rank, g.device),
                 cause_cell(g.cause),
-                Cell(gap_label(_gap_row(g)), cls="name"),
-                name_cell(g.next.name, 120),
+                Cell(gap_label(gap_fields(g)), cls="name"),
+                name_cell(g.next.name if g.next else "(end of trace)", 120),
             )
             for g in report.gaps[:LONGEST_GAPS]
         ]
