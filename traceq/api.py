@@ -19,8 +19,9 @@ from traceq import schema
 from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS, Analysis, Options
 from traceq.analyses import analyze as _analyze
 from traceq.analyses.job import analyze_job
+from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
-from traceq.analyses.model import JobAnalysis, Mfu
+from traceq.analyses.model import Mfu
 from traceq.cache import Cache
 from traceq.errors import InvalidArgumentError
 from traceq.executors import ExecutorSpec

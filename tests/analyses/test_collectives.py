@@ -28,7 +28,7 @@ from traceq.analyses.collectives import collective_calls, kind_expr
 from traceq.analyses.findings import find_findings
 from traceq.analyses.findings_base import FIRE_SHARE
 from traceq.analyses.job import CHANCE_LEVEL, LINK_WAIT_SHARE, MATERIAL_SHARE, analyze_job, summarise_job
-from traceq.analyses.model import ClockAlignment, JobAnalysis
+from traceq.analyses.job_model import ClockAlignment, JobAnalysis
 from traceq.analyses.steps import devices
 
 from ..builders import Row, kernel, step, table

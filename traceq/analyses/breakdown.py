@@ -14,6 +14,7 @@ t_step = t_compute + t_comm,exposed + t_idle).  Device totals are sums over its 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ import polars as pl
 from traceq import intervals as iv
 from traceq.analyses.attribution import Attribution, attribute
 from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled
+from traceq.analyses.idle import launches_by_device
 from traceq.analyses.model import (
     CAUSES,
     ActivityRef,
@@ -30,10 +32,13 @@ from traceq.analyses.model import (
     DeviceBreakdown,
     Gap,
     KernelStat,
+    Regime,
+    SteadyState,
     StepBreakdown,
     zero_by_cause,
 )
 from traceq.analyses.options import Options
+from traceq.analyses.regimes import regimes
 from traceq.analyses.steps import devices, gpu_rows, step_windows, with_dev
 from traceq.analyses.warmup import with_warmup
 
@@ -59,16 +64,32 @@ def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
         .select("rank", "device", "pid", "source", *[c for c in gap_rows.columns if c not in ("dev",)])
     )
     totals = kernel_totals(events)
+    steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
+    regime = regimes(
+        activity, steady, attributed.causes, gap_rows, launches_by_device(cpu, activity), device_table.height
+    )
     return Analysis(
         step_pattern=options.step_pattern,
-        devices=_device_results(device_table, step_rows, gap_rows),
+        devices=_device_results(
+            device_table, step_rows, gap_rows, attributed.latency_ns, regime, all_steps=options.all_steps
+        ),
         steps=_step_results(step_rows, device_table),
         gaps=longest_gaps(gap_table, options.max_gaps),
         kernels=top_kernels(totals, options.top_kernels),
         gap_table=gap_table,
         kernel_totals=totals,
-        windows=windows,
+        windows=windows.with_columns((pl.lit(options.all_steps) | ~pl.col("warmup")).alias("steady")),
+        idle_causes=attributed.causes,
+        options=options,
     )
+
+
+def steady_windows(windows: pl.DataFrame, n_devices: int, *, all_steps: bool = False) -> dict[int, iv.Intervals]:
+    """Per dev, its steady step windows (merged): every window but the warm-up ones (all of them
+    with ``all_steps``)."""
+    kept = windows if all_steps else windows.filter(~pl.col("warmup"))
+    by_dev = _by_dev(kept, n_devices) if kept.height else {}
+    return {dev: iv.merge(iv.Intervals.from_frame(frame)) for dev, frame in by_dev.items()}
 
 
 def _by_device(
@@ -163,19 +184,37 @@ def _step_results(step_rows: pl.DataFrame, device_table: pl.DataFrame) -> tuple[
             exposed_comm_ns=int(row["exposed_comm_ns"]),
             idle_ns=int(row["idle_ns"]),
             idle_by_cause_ns=_by_cause(row),
+            warmup=bool(row["warmup"]),
         )
         for row in joined.iter_rows(named=True)
     )
 
 
 def _device_results(
-    device_table: pl.DataFrame, step_rows: pl.DataFrame, gap_rows: pl.DataFrame
+    device_table: pl.DataFrame,
+    step_rows: pl.DataFrame,
+    gap_rows: pl.DataFrame,
+    latency_ns: Mapping[int, int],
+    regime: Mapping[int, Regime | None],
+    *,
+    all_steps: bool,
 ) -> tuple[DeviceBreakdown, ...]:
     if device_table.is_empty():
         return ()
+    measures = ("compute_ns", "comm_ns", "exposed_comm_ns", "idle_ns", *(f"idle_{c}_ns" for c in CAUSES))
+    steady = (
+        step_rows.filter(pl.lit(all_steps) | ~pl.col("warmup"))
+        .group_by("dev")
+        .agg(
+            pl.len().alias("s_windows"),
+            (pl.col("end_ns") - pl.col("start_ns")).sum().alias("s_dur_ns"),
+            *(pl.col(c).sum().alias(f"s_{c}") for c in measures),
+        )
+    )
     sums = step_rows.group_by("dev").agg(
         pl.len().alias("steps"),
         pl.col("window").first(),
+        pl.col("warmup").sum().alias("warmup_steps"),
         (pl.col("end_ns") - pl.col("start_ns")).sum().alias("dur_ns"),
         *[pl.col(c).sum() for c in ("compute_ns", "comm_ns", "exposed_comm_ns", "idle_ns")],
         *[pl.col(f"idle_{c}_ns").sum() for c in CAUSES],
@@ -185,7 +224,12 @@ def _device_results(
         .group_by("dev")
         .agg([(pl.col("cause") == c).sum().alias(f"gaps_{c}") for c in CAUSES])
     )
-    joined = device_table.join(sums, on="dev", how="left").join(counted, on="dev", how="left").sort("dev")
+    joined = (
+        device_table.join(sums, on="dev", how="left")
+        .join(steady, on="dev", how="left")
+        .join(counted, on="dev", how="left")
+        .sort("dev")
+    )
     out = []
     for row in joined.iter_rows(named=True):
         gaps_by_cause = zero_by_cause()
@@ -208,6 +252,18 @@ def _device_results(
                 kernels=int(row["kernels"]),
                 memcpys=int(row["memcpys"]),
                 memsets=int(row["memsets"]),
+                warmup_steps=int(row["warmup_steps"] or 0),
+                steady=SteadyState(
+                    windows=int(row["s_windows"] or 0),
+                    dur_ns=int(row["s_dur_ns"] or 0),
+                    compute_ns=int(row["s_compute_ns"] or 0),
+                    comm_ns=int(row["s_comm_ns"] or 0),
+                    exposed_comm_ns=int(row["s_exposed_comm_ns"] or 0),
+                    idle_ns=int(row["s_idle_ns"] or 0),
+                    idle_by_cause_ns={c: int(row[f"s_idle_{c}_ns"] or 0) for c in CAUSES},
+                ),
+                launch_latency_ns=int(latency_ns.get(int(row["dev"]), 0)),
+                regime=regime.get(int(row["dev"])),
             )
         )
     return tuple(out)

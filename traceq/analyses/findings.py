@@ -47,7 +47,8 @@ from traceq.analyses.findings_rules import (
 )
 from traceq.analyses.findings_straggler import straggler
 from traceq.analyses.job import analyze_job
-from traceq.analyses.model import SEVERITIES, Analysis, Finding, JobAnalysis, Mfu
+from traceq.analyses.job_model import JobAnalysis
+from traceq.analyses.model import SEVERITIES, Analysis, Finding, Mfu
 
 RANKED_RULES: Final = (
     RankedRule("launch_bound", launch_idle_ns, launch_bound),

@@ -26,8 +26,10 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice
+from traceq.analyses.findings_rules import GRAPH_REPLAYED
 from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES
 from traceq.analyses.model import Evidence, Finding
+from traceq.analyses.regimes import SHORT_GAP_NS
 from traceq.units import evidence_ns, format_share, short_kernel_name
 
 MEMORY_BOUND_ALLOWANCE: Final = 0.5
@@ -36,10 +38,6 @@ still spends about a third of its kernel time in norms, softmax and activations.
 
 SHORT_KERNEL_NS: Final = 10_000
 """Kernels under 10 µs are shorter than the CPU cost of launching them from eager PyTorch."""
-
-SHORT_GAP_NS: Final = 100_000
-"""Launch gaps up to 100 µs before a short kernel count as its launch overhead; a longer gap is the
-CPU doing something else between kernels (``launch_bound`` counts it)."""
 
 MAX_KERNELS = 3
 
@@ -77,7 +75,13 @@ def memory_bound_split(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, 
 
 
 def memory_bound_excess_ns(ctx: FindingContext, d: DeviceTotals) -> int:
-    """The cost :func:`memory_bound_kernels` ranks devices by: memory-bound time beyond the allowance."""
+    """The cost :func:`memory_bound_kernels` ranks devices by: memory-bound time beyond the allowance;
+    none where kernels are shorter than the interval between their launches (t_k < t_cpu): the host
+    sets their pace, not the memory bandwidth (seed 000: that step is overhead-bound)."""
+    regime = d.regime
+    t_k, t_cpu = (regime.t_k_ns, regime.t_cpu_ns) if regime is not None else (None, None)
+    if t_k is not None and t_cpu is not None and t_k < t_cpu:
+        return 0
     return memory_bound_split(ctx, d)[2]
 
 
@@ -174,7 +178,7 @@ def small_kernel_cost(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, i
     )
     gaps = ctx.gaps.filter(
         (pl.col("dev") == d.dev)
-        & (pl.col("cause") == "launch")
+        & (pl.col("launch_ns") > 0)
         & (pl.col("dur_ns") < SHORT_GAP_NS)
         & (pl.col("next_kind") == "kernel")
         & ((pl.col("next_end_ns") - pl.col("next_start_ns")) < SHORT_KERNEL_NS)
@@ -188,7 +192,12 @@ def small_kernel_cost(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, i
 
 
 def small_kernel_ns(ctx: FindingContext, d: DeviceTotals) -> int:
-    """The cost :func:`small_kernels` ranks devices by: short kernels and their launch gaps together."""
+    """The cost :func:`small_kernels` ranks devices by: short kernels and their launch gaps together,
+    on an overhead-bound device that does not replay CUDA graphs (elsewhere launches are not the
+    limit, or graphs already take the CPU out of them, and the advice would not help)."""
+    regime = d.regime
+    if regime is None or regime.verdict != "overhead-bound" or regime.graph_share >= GRAPH_REPLAYED:
+        return 0
     return small_kernel_cost(ctx, d)[2]
 
 

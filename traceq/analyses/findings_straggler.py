@@ -16,7 +16,8 @@ from collections.abc import Sequence
 import polars as pl
 
 from traceq.analyses.findings_base import FIRE_SHARE, DeviceTotals, severity
-from traceq.analyses.model import Evidence, Finding, JobAnalysis
+from traceq.analyses.job_model import JobAnalysis
+from traceq.analyses.model import Evidence, Finding
 from traceq.units import evidence_ns, format_share
 
 STRAGGLER_FIX = (

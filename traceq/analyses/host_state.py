@@ -130,6 +130,15 @@ def sync_calls(cpu: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def loader_ranges(events: pl.DataFrame, input_pattern: str | None = None) -> pl.DataFrame:
+    """The data-loader ranges of every thread (:data:`DEFAULT_INPUT_PATTERN` and ``input_pattern``):
+    source, pid, tid, name (String), start_ns, end_ns."""
+    rows = labelled(cpu_rows(events), step_pattern="^$", input_pattern=input_pattern)
+    return rows.filter(pl.col("_loader")).select(
+        "source", "pid", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns"
+    )
+
+
 def labelled(cpu: pl.DataFrame, *, step_pattern: str, input_pattern: str | None = None) -> pl.DataFrame:
     """:func:`cpu_rows` with Boolean ``_sync``, ``_loader``, ``_step`` and ``_compile`` columns: what
     each row says the thread was doing.  ``input_pattern`` adds the user's own data-loading ranges

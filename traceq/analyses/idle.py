@@ -293,9 +293,12 @@ def _blocked_syncs(left: pl.DataFrame, syncs: pl.DataFrame) -> pl.DataFrame:
 
 
 def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame) -> pl.DataFrame:
-    """Every API call that launched work on a device: dev, source, pid, tid, start_ns, end_ns."""
+    """Every API call that launched work on a device: dev, source, pid, tid, name, start_ns, end_ns,
+    correlation (one row per call and device)."""
     work = activity.select("dev", pl.col("source").cast(pl.String), "pid", "correlation").drop_nulls().unique()
-    api = cpu.filter(pl.col("kind") == "cuda_api").select("source", "pid", "correlation", "tid", "start_ns", "end_ns")
+    api = cpu.filter(pl.col("kind") == "cuda_api").select(
+        "source", "pid", "correlation", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns"
+    )
     return api.join(work, on=["source", "pid", "correlation"], how="inner").select(
-        "dev", "source", "pid", "tid", "start_ns", "end_ns"
+        "dev", "source", "pid", "tid", "name", "start_ns", "end_ns", "correlation"
     )

@@ -23,7 +23,8 @@ from traceq.analyses.collectives import (
     covered_waits_ns,
     with_exposed_waits,
 )
-from traceq.analyses.model import Analysis, ClockAlignment, CollectiveStat, DeviceBreakdown, JobAnalysis, RankSummary
+from traceq.analyses.job_model import ClockAlignment, CollectiveStat, JobAnalysis, RankSummary
+from traceq.analyses.model import Analysis, DeviceBreakdown
 from traceq.analyses.steps import devices as device_table
 from traceq.units import NOTE_DECIMALS, device_label, format_ns
 

@@ -27,7 +27,8 @@ class Options:
 
     ``step_pattern``: a regex (matched case-insensitively) naming the CPU-side ranges that delimit
     steps; ``max_gaps``: the longest gaps listed (the gap table keeps all); ``top_kernels``: the
-    kernel names listed by total GPU time; ``input_pattern``: the user's data-loading ranges.
+    kernel names listed by total GPU time; ``input_pattern``: the user's data-loading ranges;
+    ``all_steps``: warm-up steps count as steady.
     """
 
     step_pattern: str = DEFAULT_STEP_PATTERN
@@ -36,3 +37,5 @@ class Options:
     input_pattern: str | None = None
     """A regex (Rust syntax) naming the user's own data-loading ranges, besides PyTorch's
     ``enumerate(DataLoader)…__next__`` (``docs/analyses.md``)."""
+    all_steps: bool = False
+    """Keep warm-up steps in the steady state (findings, regimes, MFU); they are still named."""

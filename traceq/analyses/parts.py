@@ -40,7 +40,8 @@ from traceq.analyses.breakdown import analyze, longest_gap_rows, longest_gaps, t
 from traceq.analyses.collectives import compute_activity, wait_covered_ns
 from traceq.analyses.findings import JOB_RULES, RANKED_RULES, rank_findings
 from traceq.analyses.findings_base import DeviceTotals, Ranking, WorstDevice, build_context, ranking
-from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, JobAnalysis, Mfu, StepBreakdown
+from traceq.analyses.job_model import JobAnalysis
+from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, Mfu, StepBreakdown
 from traceq.analyses.options import Options
 from traceq.analyses.steps import DEVICE_KEY, devices
 from traceq.analyses.timeline import TimelineWindow
@@ -177,6 +178,7 @@ def merge_parts(parts: Sequence[PartSummary], options: Options) -> MergedParts:
         kernels=top_kernels(kernels, options.top_kernels) if parts else (),
         gap_table=gaps.head(0),
         gaps_total=sum(p.gaps_total for p in parts),
+        options=options,
     )
     rankings = {
         rule.id: tuple(
@@ -210,8 +212,8 @@ def _local_dev() -> pl.Expr:
 
 def _steps_per_device(part: PartSummary) -> list[tuple[StepBreakdown, ...]]:
     """The part's steps (sorted by its dev, then time) cut into one run per device: each device has
-    as many as its step windows (``DeviceTotals.windows``)."""
-    counts = [t.windows for t in part.totals] if part.totals else [0] * len(part.breakdown)
+    as many as its step windows (the activity window counts as one)."""
+    counts = [d.steps if d.window == "steps" else 1 for d in part.breakdown]
     if sum(counts) != len(part.steps):
         raise RuntimeError(f"{sum(counts)} step windows but {len(part.steps)} steps in {part.sources}")
     out, start = [], 0

@@ -7,7 +7,8 @@ from textwrap import wrap
 
 import click
 
-from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding, JobAnalysis
+from traceq.analyses.job_model import JobAnalysis
+from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding
 from traceq.report.model import Report
 from traceq.units import device_label, format_ns, pct, shorten
 
