@@ -38,6 +38,8 @@ VOCABULARY: Final = {
     ("DeviceBreakdown", "idle_by_cause_ns"),
     ("DeviceBreakdown", "gaps_by_cause"),
     ("StepBreakdown", "idle_by_cause_ns"),
+    ("SteadyState", "idle_by_cause_ns"),
+    ("Gap", "causes_ns"),
 }
 """String fields (and mappings keyed by gap cause) whose values traceq chooses from a fixed list,
 as ``FIELD_ENUMS`` declares for the others: the page picks colours and rows by them, and no trace

@@ -35,7 +35,6 @@ from traceq.analyses.host_state import HostState, ThreadKey, host_state, sync_ca
 from traceq.analyses.idle import (
     idle_intervals,
     launch_latency_ns,
-    launches_by_device,
     with_draining_syncs,
     with_enclosing_ops,
     with_launches,
@@ -61,6 +60,7 @@ def attribute(
     cpu: pl.DataFrame,
     activity: pl.DataFrame,
     windows: pl.DataFrame,
+    launches: pl.DataFrame,
     n_devices: int,
     *,
     step_pattern: str,
@@ -69,7 +69,8 @@ def attribute(
 
     ``cpu``: the CPU events, labelled (:func:`traceq.analyses.host_state.labelled`); ``activity``:
     the GPU rows with their ``dev`` (dev, source, pid, name, kind, stream, correlation, start_ns,
-    end_ns); ``windows``: the step windows (dev, start_ns, end_ns).
+    end_ns); ``windows``: the step windows (dev, start_ns, end_ns); ``launches``: every launching
+    call by device (:func:`traceq.analyses.idle.launches_by_device`).
 
     Columns of ``Attribution.gaps``, one row per idle interval, sorted by dev and start: dev,
     start_ns, end_ns, dur_ns, kind, cause (the dominant one: most ns, ties in :data:`CAUSES`
@@ -83,7 +84,7 @@ def attribute(
     facts = with_neighbours(idle_intervals(activity, windows, n_devices), activity)
     facts = with_launches(facts, cpu)
     facts = with_enclosing_ops(facts, cpu, step_names)
-    facts = with_draining_syncs(facts, sync_calls(cpu), launches_by_device(cpu, activity))
+    facts = with_draining_syncs(facts, sync_calls(cpu), launches)
     latency = launch_latency_ns(facts)
     threads = facts.select("source", "pid", "thread").drop_nulls("thread").unique()
     keys: list[ThreadKey] = [(s, p, t) for s, p, t in threads.iter_rows()]

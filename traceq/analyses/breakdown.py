@@ -53,7 +53,8 @@ def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
         step_windows(events, device_table, options.step_pattern), _by_device(compile_ranges(cpu), device_table)
     )
     activity = _activity(events, device_table)
-    attributed = attribute(cpu, activity, windows, device_table.height, step_pattern=options.step_pattern)
+    launches = launches_by_device(cpu, activity)
+    attributed = attribute(cpu, activity, windows, launches, device_table.height, step_pattern=options.step_pattern)
     gap_rows = attributed.gaps
     step_rows, gap_in_steps = _measure_windows(activity, windows, attributed, device_table.height)
     gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
@@ -65,9 +66,7 @@ def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
     )
     totals = kernel_totals(events)
     steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
-    regime = regimes(
-        activity, steady, attributed.causes, gap_rows, launches_by_device(cpu, activity), device_table.height
-    )
+    regime = regimes(activity, steady, attributed.causes, gap_rows, launches, device_table.height)
     return Analysis(
         step_pattern=options.step_pattern,
         devices=_device_results(

@@ -166,39 +166,43 @@ def memory_bound_kernels(ctx: FindingContext, worst: WorstDevice) -> Finding:
     )
 
 
+def small_kernel_ns(ctx: FindingContext, d: DeviceTotals) -> int:
+    """The cost :func:`small_kernels` ranks devices by: short kernels and the launch gaps before them
+    together (:func:`small_kernel_cost`); none on a device that replays CUDA graphs, where launches
+    are no longer paid per kernel."""
+    regime = d.regime
+    if regime is not None and regime.graph_share >= GRAPH_REPLAYED:
+        return 0
+    return small_kernel_cost(ctx, d)[2]
+
+
 def small_kernel_cost(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, int]:
-    """``(short_kernel_ns, launch_gap_ns, cost_ns)`` of a device inside its step windows: the union of
-    its non-comm kernels under :data:`SHORT_KERNEL_NS`, of the ``launch`` gaps under
-    :data:`SHORT_GAP_NS` that end at one of them, and of both together."""
-    short = (
-        ctx.kernels.lazy()
-        .filter((pl.col("dev") == d.dev) & ~pl.col("is_comm") & (pl.col("dur_ns") < SHORT_KERNEL_NS))
-        .select("start_ns", "end_ns")
-        .collect()
-    )
+    """``(short_kernel_ns, launch_gap_ns, cost_ns)`` of a device inside its steady step windows: the
+    short idle intervals (under :data:`SHORT_GAP_NS`) in which the host was issuing the next kernel
+    (``launch`` ns) and that kernel was short (non-comm, under :data:`SHORT_KERNEL_NS`); those
+    kernels; and both together.  Short kernels the GPU ran back to back (queued, no launch gap
+    before them) cost nothing here: launches do not limit them."""
     gaps = ctx.gaps.filter(
         (pl.col("dev") == d.dev)
         & (pl.col("launch_ns") > 0)
         & (pl.col("dur_ns") < SHORT_GAP_NS)
         & (pl.col("next_kind") == "kernel")
         & ((pl.col("next_end_ns") - pl.col("next_start_ns")) < SHORT_KERNEL_NS)
-    ).select("start_ns", "end_ns")
+    )
+    short = (
+        ctx.kernels.lazy()
+        .filter((pl.col("dev") == d.dev) & ~pl.col("is_comm") & (pl.col("dur_ns") < SHORT_KERNEL_NS))
+        .filter(pl.col("start_ns").is_in(gaps.get_column("next_start_ns").implode()))
+        .select("start_ns", "end_ns")
+        .collect()
+    )
+    gaps = gaps.select("start_ns", "end_ns")
     both = pl.concat([short, gaps])
     return (
         _union_in_steps(ctx, d.dev, short),
         _union_in_steps(ctx, d.dev, gaps),
         _union_in_steps(ctx, d.dev, both),
     )
-
-
-def small_kernel_ns(ctx: FindingContext, d: DeviceTotals) -> int:
-    """The cost :func:`small_kernels` ranks devices by: short kernels and their launch gaps together,
-    on an overhead-bound device that does not replay CUDA graphs (elsewhere launches are not the
-    limit, or graphs already take the CPU out of them, and the advice would not help)."""
-    regime = d.regime
-    if regime is None or regime.verdict != "overhead-bound" or regime.graph_share >= GRAPH_REPLAYED:
-        return 0
-    return small_kernel_cost(ctx, d)[2]
 
 
 def small_kernels(ctx: FindingContext, worst: WorstDevice) -> Finding:

@@ -295,10 +295,13 @@ def _blocked_syncs(left: pl.DataFrame, syncs: pl.DataFrame) -> pl.DataFrame:
 def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame) -> pl.DataFrame:
     """Every API call that launched work on a device: dev, source, pid, tid, name, start_ns, end_ns,
     correlation (one row per call and device)."""
-    work = activity.select("dev", pl.col("source").cast(pl.String), "pid", "correlation").drop_nulls().unique()
+    one_source = cpu.get_column("source").n_unique() <= 1  # then (pid, correlation) is the key: no strings
+    key = ["pid", "correlation"] if one_source else ["source", "pid", "correlation"]
+    source = [] if one_source else [pl.col("source").cast(pl.String)]
+    work = activity.select("dev", *source, "pid", "correlation").drop_nulls().unique(subset=["dev", *key])
     api = cpu.filter(pl.col("kind") == "cuda_api").select(
         "source", "pid", "correlation", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns"
     )
-    return api.join(work, on=["source", "pid", "correlation"], how="inner").select(
+    return api.join(work.select("dev", *key), on=key, how="inner").select(
         "dev", "source", "pid", "tid", "name", "start_ns", "end_ns", "correlation"
     )

@@ -308,6 +308,8 @@ class MfuStep:
     dur_ns: int
     mfu: float
     hfu: float | None
+    warmup: bool
+    """A warm-up step: listed, but left out of the mean."""
 
 
 @dataclass(frozen=True)
@@ -322,5 +324,6 @@ class Mfu:
     peak_source: str
     """Where the peak came from: ``--peak-tflops``, or the GPU name matched in the peak table."""
     mean_mfu: float
+    """Over the steady steps (warm-up left out): total model FLOPs over total step time."""
     mean_hfu: float | None
     steps: tuple[MfuStep, ...]

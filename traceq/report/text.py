@@ -8,7 +8,7 @@ from textwrap import wrap
 import click
 
 from traceq.analyses.job_model import JobAnalysis
-from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding
+from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding, Regime
 from traceq.report.model import Report
 from traceq.units import device_label, format_ns, pct, shorten
 
@@ -100,7 +100,33 @@ def _breakdown(devices: Sequence[DeviceBreakdown]) -> list[str]:
         )
     if any(d.window == "activity" for d in devices):
         out.append("  (-: no step ranges matched; the window is the device's first to last activity)")
+    for d in devices[:REGIME_LINES]:
+        if d.regime is not None:
+            label = device_label(d.rank, d.device, style="column")
+            warm = (
+                f"; {d.warmup_steps} warm-up step{'s' if d.warmup_steps > 1 else ''} left out" if d.warmup_steps else ""
+            )
+            out.append(shorten(f"  {label}: {d.regime.verdict} ({_regime_evidence(d.regime)}){warm}", WIDTH))
     return out
+
+
+REGIME_LINES = 4
+"""Devices whose regime the summary names."""
+
+
+def _regime_evidence(r: Regime) -> str:
+    """The regime's largest share, and the launch pace where the host sets it."""
+    share = {
+        "overhead-bound": r.overhead_ns,
+        "memory-bound": r.memory_ns,
+        "compute-bound": r.compute_ns,
+        "communication-bound": r.communication_ns,
+        "input-bound": r.input_ns,
+    }.get(r.verdict, 0)
+    text = f"{pct(share, r.step_ns)} of steady step time"
+    if r.verdict == "overhead-bound" and r.t_k_ns is not None and r.t_cpu_ns is not None:
+        text += f"; t_k {format_ns(r.t_k_ns)} < t_cpu {format_ns(r.t_cpu_ns)}"
+    return text
 
 
 CAUSE_HEADINGS = {"dependency": "depend."}

@@ -35,6 +35,10 @@ class Breakdown:
     activity_windows: bool
     charted_devices: int | None
     devices: int
+    warmup: bool
+    """Whether any device has warm-up steps (left out of the findings and MFU)."""
+    regimes: tuple[str, ...]
+    """One line per device (the first few): its regime and the numbers behind it."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ def breakdown(report: Report, chart: bool) -> Breakdown:
                 num(pct(d.comm_ns, d.dur_ns)),
                 num(hidden),
                 num(f"{d.kernels:,}"),
+                Cell(d.regime.verdict if d.regime else "-", cls="nowrap"),
+                num(str(d.warmup_steps) if d.warmup_steps else "-"),
             )
         )
     columns = (
@@ -119,15 +125,38 @@ def breakdown(report: Report, chart: bool) -> Breakdown:
         Column("comm (all)", num=True),
         Column("comm hidden", num=True),
         Column("kernels", num=True),
+        Column("regime"),
+        Column("warm-up", num=True),
     )
     return Breakdown(
         table=table(columns, rows),
         chart=chart,
         step_pattern=report.step_pattern,
         activity_windows=any(d.window == "activity" for d in report.devices),
+        warmup=any(d.warmup_steps for d in report.devices),
+        regimes=tuple(_regime_line(d) for d in report.devices if d.regime is not None)[:MAX_STEP_CHART_DEVICES],
         charted_devices=MAX_STEP_CHART_DEVICES if len(report.devices) > MAX_STEP_CHART_DEVICES else None,
         devices=len(report.devices),
     )
+
+
+def _regime_line(d: DeviceBreakdown) -> str:
+    """One device's regime and its evidence, for the note under the breakdown."""
+    r = d.regime
+    assert r is not None
+    parts = (
+        ("overhead", r.overhead_ns),
+        ("memory-bound kernels", r.memory_ns),
+        ("math kernels", r.compute_ns),
+        ("exposed comm", r.communication_ns),
+        ("input", r.input_ns),
+    )
+    shares = ", ".join(f"{name} {pct(ns, r.step_ns)}" for name, ns in parts)
+    pace = ""
+    if r.t_k_ns is not None and r.t_cpu_ns is not None:
+        pace = f"; kernels run a median {format_ns(r.t_k_ns)}, launched every {format_ns(r.t_cpu_ns)}"
+    graphs = f"; {r.graph_share:.0%} of kernels replay as CUDA graphs" if r.graph_share else ""
+    return f"{device_label(d.rank, d.device, style='cell')}: {r.verdict} ({shares}{pace}{graphs})"
 
 
 def cause_cell(cause: str) -> Cell:
