@@ -3,7 +3,7 @@
 The names follow the spec (``/work/notes/issue13-spec.md``): ``idle_by_cause_ns`` with the causes
 ``input, sync, compile, launch, cpu, dependency, unknown`` on devices and steps, a per-device
 ``regime``, a report-level ``warmup``, the finding ids.  Where the spec names no field, the guess is
-marked GUESS; adapt these functions (not the tests) to the engine's final names.
+marked GUESS until the field lands; adapt these functions (not the tests) to the engine's names.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ def idle_by_cause(entry: Entry) -> dict[str, int]:
     return dict(entry["idle_by_cause_ns"])
 
 
+def steady_idle_by_cause(device: Entry) -> dict[str, int]:
+    """A device's idle ns by cause over its steady steps (warm-up left out)."""
+    return dict(device["steady"]["idle_by_cause_ns"])
+
+
 def launch_latency_ns(device: Entry) -> int:
     """The device's launch-latency estimate (spec section 2). GUESS: ``launch_latency_ns`` on the device."""
     return int(device["launch_latency_ns"])
@@ -43,21 +48,15 @@ def regime(device: Entry) -> str:
 
 
 def graph_replayed(device: Entry) -> bool:
-    """The regime's graph-replayed flag. GUESS: ``regime.graph_replayed`` (or ``graph_replayed`` on the device)."""
-    value = device["regime"]
-    if isinstance(value, dict) and "graph_replayed" in value:
-        return bool(value["graph_replayed"])
-    return bool(device["graph_replayed"])
+    """Whether the device replays its work as CUDA graphs: ``regime.graph_share`` of at least a half
+    (the share of its kernels a graph launch replayed)."""
+    return bool(device["regime"]["graph_share"] >= 0.5)
 
 
 def warmup_step_numbers(report: Report, pid: int, device: int) -> list[int]:
-    """The warm-up steps of a device (spec section 5). GUESS: ``report["warmup"]``, a list of
-    ``{pid, device, steps: [step numbers]}`` (or one list of step numbers for the whole report)."""
-    warmup = report["warmup"]
-    if warmup and isinstance(warmup[0], dict):
-        found = [w for w in warmup if w.get("pid") == pid and w.get("device") == device]
-        return [int(n) for w in found for n in w["steps"]]
-    return [int(n) for n in warmup]
+    """The warm-up steps of a device (spec section 5): the ``step`` numbers of its ``steps``
+    entries flagged ``warmup``."""
+    return [int(s["step"]) for s in step_entries(report, pid, device) if s["warmup"]]
 
 
 def fired(report: Report) -> dict[str, Entry]:

@@ -378,29 +378,46 @@ STEP_NS = 1_000_000
 
 
 def launch_gap(cost: int) -> list[Row]:
-    """Kernel, then a gap of ``cost`` ns whose next kernel was launched late (cause ``launch``)."""
+    """Kernel, then ``cost`` ns idle in which the host is issuing the next kernel: its launch call
+    starts as the GPU drains and returns 1 µs (the launch latency) before the kernel starts; so
+    every idle ns is ``launch``."""
     b = 500_000 + cost
     return [
         step(0, STEP_NS),
         launch(0, 1_000, corr=1),
         kernel(0, 500_000, corr=1),
-        launch(b - 2_000, b - 1_000, corr=2),
+        launch(500_000, b - 1_000, corr=2),
         kernel(b, STEP_NS, corr=2),
     ]
 
 
 def sync_gap(cost: int) -> list[Row]:
-    """As :func:`launch_gap`, with a cudaStreamSynchronize returning inside the gap (cause ``sync``)."""
-    return [*launch_gap(cost), api("cudaStreamSynchronize", 300_000, 500_500)]
-
-
-def input_gap(cost: int) -> list[Row]:
-    """A gap of ``cost`` ns ended by a host-to-device copy (cause ``input``)."""
+    """Kernel, then ``cost`` ns idle after a cudaStreamSynchronize that waited for it (blocked 300 µs
+    into the kernel, returning 500 ns after it): blocked, then refilling the queue it drained, until
+    the next kernel; so every idle ns is ``sync``."""
     b = 500_000 + cost
     return [
         step(0, STEP_NS),
         launch(0, 1_000, corr=1),
         kernel(0, 500_000, corr=1),
+        api("cudaStreamSynchronize", 300_000, 500_500),
+        launch(b - 2_000, b - 1_000, corr=2),
+        kernel(b, STEP_NS, corr=2),
+    ]
+
+
+LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def input_gap(cost: int) -> list[Row]:
+    """Kernel, then ``cost`` ns in the data loader, then 2 µs to queue the batch's host-to-device copy
+    (``launch``): ``cost`` ns of ``input``."""
+    b = 500_000 + cost + 2_000
+    return [
+        step(0, STEP_NS),
+        launch(0, 1_000, corr=1),
+        kernel(0, 500_000, corr=1),
+        step(500_000, 500_000 + cost, name=LOADER),
         api("cudaMemcpyAsync", b - 2_000, b - 1_000, corr=2),
         memcpy(b, STEP_NS, "HtoD", corr=2),
     ]
@@ -503,7 +520,11 @@ def test_the_boundary_timelines_measure_what_they_claim() -> None:
     """Cross-check the hand-built costs with the breakdown itself."""
     events = table(*launch_gap(100_000))
     (d,) = analyze(events).devices
-    assert (d.dur_ns, d.idle_by_cause_ns["launch"]) == (STEP_NS, 100_000)
+    assert (d.dur_ns, d.idle_by_cause_ns["launch"], d.idle_ns) == (STEP_NS, 100_000, 100_000)
+    (d,) = analyze(table(*sync_gap(100_000))).devices
+    assert (d.idle_by_cause_ns["sync"], d.idle_ns) == (100_000, 100_000)
+    (d,) = analyze(table(*input_gap(100_000))).devices
+    assert (d.idle_by_cause_ns["input"], d.idle_by_cause_ns["launch"], d.idle_ns) == (100_000, 2_000, 102_000)
     events = table(*exposed(19_000))
     (d,) = analyze(events).devices
     assert d.exposed_comm_ns == 19_000

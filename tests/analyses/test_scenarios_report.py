@@ -21,8 +21,6 @@ from tracegen.planned.scenarios import BY_NAME, SCENARIOS, PlantedScenario
 from . import scenario_expectations as expect
 from .planted import PlantedTraces
 
-ENGINE = pytest.mark.xfail(reason="issue 13 attribution engine not landed", strict=False)
-
 
 def _cases(selected: list[PlantedScenario]) -> list[object]:
     return [pytest.param(s.name, fmt, id=f"{s.name}-{fmt}") for s in selected for fmt in FORMATS]
@@ -36,7 +34,6 @@ def _ids(planted: PlantedTraces, scenario: PlantedScenario, rank: int) -> tuple[
     return planted.job(scenario).pids[rank], rank
 
 
-@ENGINE
 @pytest.mark.parametrize(("name", "fmt"), CASES)
 def test_the_report_attributes_every_idle_ns_as_planted(planted: PlantedTraces, name: str, fmt: Format) -> None:
     scenario = BY_NAME[name]
@@ -50,7 +47,6 @@ def test_the_report_attributes_every_idle_ns_as_planted(planted: PlantedTraces, 
         assert {c: sum(s[c] for s in steady) for c in truth.steady(scenario.warmup)} == truth.steady(scenario.warmup)
 
 
-@ENGINE
 @pytest.mark.parametrize(("name", "fmt"), CASES)
 def test_the_report_estimates_the_launch_latency(planted: PlantedTraces, name: str, fmt: Format) -> None:
     scenario = BY_NAME[name]
@@ -60,7 +56,6 @@ def test_the_report_estimates_the_launch_latency(planted: PlantedTraces, name: s
         assert expect.launch_latency_ns(device) == truth.launch_latency_ns
 
 
-@ENGINE
 @pytest.mark.parametrize(("name", "fmt"), CASES)
 def test_the_report_gives_each_device_its_regime(planted: PlantedTraces, name: str, fmt: Format) -> None:
     scenario = BY_NAME[name]
@@ -72,7 +67,6 @@ def test_the_report_gives_each_device_its_regime(planted: PlantedTraces, name: s
         assert expect.graph_replayed(device) == truth.graph_replayed
 
 
-@ENGINE
 @pytest.mark.parametrize(("name", "fmt"), CASES)
 def test_the_report_names_the_warmup_steps(planted: PlantedTraces, name: str, fmt: Format) -> None:
     scenario = BY_NAME[name]
@@ -83,7 +77,6 @@ def test_the_report_names_the_warmup_steps(planted: PlantedTraces, name: str, fm
         assert expect.warmup_step_numbers(report, pid, dev) == numbers[: scenario.warmup]
 
 
-@ENGINE
 @pytest.mark.parametrize(("name", "fmt"), CASES)
 def test_the_findings_agree_with_the_planted_diagnosis(planted: PlantedTraces, name: str, fmt: Format) -> None:
     scenario = BY_NAME[name]
@@ -98,7 +91,6 @@ def test_the_findings_agree_with_the_planted_diagnosis(planted: PlantedTraces, n
         assert [w for w in scenario.forbidden_fix_words if w.lower() in fix] == [], finding["id"]
 
 
-@ENGINE
 @pytest.mark.parametrize(("name", "fmt"), _cases([s for s in SCENARIOS if s.straggler is not None]))
 def test_the_straggler_is_named_with_its_host_state(planted: PlantedTraces, name: str, fmt: Format) -> None:
     scenario = BY_NAME[name]
@@ -110,7 +102,6 @@ def test_the_straggler_is_named_with_its_host_state(planted: PlantedTraces, name
         assert any(w.lower() in text for w in scenario.straggler.words), text
 
 
-@ENGINE
 @pytest.mark.parametrize(("name", "fmt"), _cases([s for s in SCENARIOS if s.comm_kernels]))
 def test_the_report_lists_the_kernels_it_counted_as_communication(
     planted: PlantedTraces, name: str, fmt: Format
@@ -119,7 +110,6 @@ def test_the_report_lists_the_kernels_it_counted_as_communication(
     assert set(scenario.comm_kernels) <= expect.comm_kernel_names(planted.report(scenario, fmt))
 
 
-@ENGINE
 @pytest.mark.parametrize(("name", "fmt"), CASES)
 def test_the_report_counts_the_gpu_work_no_call_launched(planted: PlantedTraces, name: str, fmt: Format) -> None:
     scenario = BY_NAME[name]

@@ -96,7 +96,9 @@ def test_three_steps_show_every_stream_and_every_cause() -> None:
         "dependency: cudaLaunchKernel returned 805 ns before the gap; the queued work waited (another stream, an "
         "event, a peer)"
     )
-    assert labels[(1400, "launch")] == "launch: cudaLaunchKernel called 20 ns into the gap; also cpu 20%, dependency 10%"
+    assert labels[(1400, "launch")] == (
+        "launch: cudaLaunchKernel called 20 ns into the gap; also cpu 20%, dependency 10%"
+    )
     assert timeline_rows(excerpt) == ["GPU 0 · idle gaps", "GPU 0 · stream 7", "GPU 0 · stream 20"]
 
 

@@ -85,7 +85,7 @@ def attribute(
     facts = with_launches(facts, cpu)
     facts = with_enclosing_ops(facts, cpu, step_names)
     facts = with_draining_syncs(facts, sync_calls(cpu), launches)
-    latency = launch_latency_ns(facts)
+    latency = launch_latency_ns(facts, activity)
     threads = facts.select("source", "pid", "thread").drop_nulls("thread").unique()
     keys: list[ThreadKey] = [(s, p, t) for s, p, t in threads.iter_rows()]
     state = host_state(cpu, keys)

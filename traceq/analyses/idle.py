@@ -9,8 +9,8 @@ last.  For each idle interval ``[a, b)`` this module finds:
 * **A**, the activity that ends it (the earliest start at ``b``; ties: lowest correlation id; none
   for a trailing interval), and the activity that precedes it (the one ending at ``a``);
 * **L**, A's launching call (the ``cuda_api`` row with the same source, process and correlation
-  id; a CUDA-graph launch launches every kernel of its graph); **T**, the thread of L, or, for a
-  trailing interval (no A), the thread that launched the activity before it;
+  id; a CUDA-graph launch launches every kernel of its graph); **T**, the thread of L, or, where A
+  has no recorded launch (or there is no A), the thread that launched the activity before it;
 * **E**, the innermost CPU op or range on T enclosing L (Kineto links them by ``External id``;
   otherwise the latest-starting op or non-step range on T that contains L);
 * **S**, the *draining* sync: the latest synchronising call on T that ended by ``L.start``, started
@@ -168,22 +168,24 @@ def with_launches(frame: pl.DataFrame, cpu: pl.DataFrame) -> pl.DataFrame:
         .join(prev, on=["source", "pid", "prev_correlation"], how="left", nulls_equal=False)
         .with_columns(
             pl.when(pl.col("launch_name").is_not_null()).then(pl.col("next_correlation")).alias("launch_correlation"),
-            # A's launching thread; only after the last activity (no A) the thread that launched it.
-            pl.when(pl.col("next_start_ns").is_null())
-            .then(pl.col("_prev_tid"))
-            .otherwise(pl.col("launch_tid"))
-            .alias("thread"),
+            # A's launching thread; where A has no launch recorded (or there is no A), the thread
+            # that launched the activity before the interval: the host that last fed the device.
+            pl.coalesce("launch_tid", "_prev_tid").alias("thread"),
         )
         .drop("_prev_tid")
     )
 
 
-def launch_latency_ns(frame: pl.DataFrame) -> dict[int, int]:
+def launch_latency_ns(frame: pl.DataFrame, activity: pl.DataFrame) -> dict[int, int]:
     """Per dev: the :data:`LAUNCH_LATENCY_QUANTILE` of ``A.start − L.end`` over its idle intervals
-    whose delay lies in ``[0, LAUNCH_LATENCY_CAP_NS]`` (0 where there is none)."""
+    whose A is the first activity of its launch (a CUDA graph's later nodes wait for the earlier
+    ones, not for the launch) and whose delay lies in ``[0, LAUNCH_LATENCY_CAP_NS]`` (0 where there
+    is none)."""
+    first = activity.group_by("dev", "correlation").agg(pl.col("start_ns").min().alias("_first"))
     delay = pl.col("next_start_ns") - pl.col("launch_end_ns")
     per = (
-        frame.filter(delay.is_between(0, LAUNCH_LATENCY_CAP_NS))
+        frame.join(first.rename({"correlation": "next_correlation"}), on=["dev", "next_correlation"], how="left")
+        .filter(delay.is_between(0, LAUNCH_LATENCY_CAP_NS) & (pl.col("next_start_ns") == pl.col("_first")))
         .group_by("dev")
         .agg(delay.quantile(LAUNCH_LATENCY_QUANTILE, interpolation="lower").alias("lat"))
     )

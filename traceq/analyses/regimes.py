@@ -14,7 +14,11 @@ data loader: workers, pinned memory, prefetching).  Over a device's steady-state
 * compute: the time math kernel classes (gemm, conv, attention) run, union;
 * communication: the exposed communication; input: the ``input`` idle ns.
 
-The **verdict** is the largest of the five.  The evidence: t_k, the median duration of the device's
+The **verdict** is the largest of the five, except that where the host launches more slowly than
+the GPU runs its kernels (t_cpu > t_k) and that overhead is at least 5% of step time and outweighs
+the input and communication limits, the device is overhead-bound: the host then sets the pace of
+the kernels' own time too (a 2 µs kernel every 3.6 µs keeps the GPU 56% busy with memory-bound
+kernels, yet the fix is fewer launches, not bandwidth).  The evidence: t_k, the median duration of the device's
 kernels, and t_cpu, the median interval between consecutive launches on its main launching thread
 (the seed's launch-bound criterion: the GPU is busy at most t_k / max(t_k, t_cpu)); and how much of
 its work replays as CUDA graphs (then launches are no longer paid per kernel).
@@ -37,6 +41,10 @@ SHORT_GAP_NS: Final = 100_000
 
 REGIMES: Final = REGIME_VERDICTS[:5]
 """Every verdict but ``idle``, in the order that breaks a tie."""
+
+OVERHEAD_MATERIAL: Final = 0.05
+"""Launch overhead makes a device overhead-bound (when t_cpu > t_k) from this share of step time,
+the findings' threshold."""
 
 GRAPH_LAUNCH_PATTERN: Final = r"(?i)GraphLaunch"
 """Launching calls that replay a CUDA (or HIP) graph: ``cudaGraphLaunch``, ``cuGraphLaunch``, ``hipGraphLaunch``."""
@@ -86,20 +94,40 @@ def regimes(
             "communication-bound": iv.measure(iv.intersect(iv.subtract(comm, compute), windows)),
             "input-bound": iv.measure(iv.intersect(dev_causes.get("input", empty), windows)),
         }
-        verdict = max(REGIMES, key=lambda r: (shares[r], -REGIMES.index(r)))
+        t_k = _median_kernel_ns(mine.filter(~pl.col("is_comm")), windows)
+        t_cpu = _launch_interval_ns(launches.filter(pl.col("dev") == dev), windows)
+        verdict = _verdict(shares, step_ns, t_k, t_cpu)
         out[dev] = Regime(
-            verdict=verdict if shares[verdict] > 0 else "idle",
+            verdict=verdict,
             step_ns=step_ns,
             overhead_ns=shares["overhead-bound"],
             memory_ns=shares["memory-bound"],
             compute_ns=shares["compute-bound"],
             communication_ns=shares["communication-bound"],
             input_ns=shares["input-bound"],
-            t_k_ns=_median_kernel_ns(mine.filter(~pl.col("is_comm")), windows),
-            t_cpu_ns=_launch_interval_ns(launches.filter(pl.col("dev") == dev), windows),
+            t_k_ns=t_k,
+            t_cpu_ns=t_cpu,
             graph_share=_graph_share(mine, launches.filter(pl.col("dev") == dev), windows),
         )
     return out
+
+
+def _verdict(shares: Mapping[str, int], step_ns: int, t_k: int | None, t_cpu: int | None) -> str:
+    """The largest share; but where the host launches more slowly than the GPU runs its kernels
+    (t_cpu > t_k, seed 000's launch-bound criterion) and that overhead is material and outweighs the
+    input and communication limits, the host sets the pace of the kernels' own time too:
+    overhead-bound."""
+    host = shares["overhead-bound"]
+    if (
+        t_k is not None
+        and t_cpu is not None
+        and t_cpu > t_k
+        and host >= OVERHEAD_MATERIAL * step_ns
+        and host >= max(shares["input-bound"], shares["communication-bound"])
+    ):
+        return "overhead-bound"
+    verdict = max(REGIMES, key=lambda r: (shares[r], -REGIMES.index(r)))
+    return verdict if shares[verdict] > 0 else "idle"
 
 
 def _of(rows: pl.DataFrame) -> iv.Intervals:
