@@ -13,7 +13,7 @@ code with ``traceq.analyses``:
    ``a``), ``E`` the innermost op/range on ``T`` around ``L``, ``S`` the latest sync call on ``T``
    that started before ``a``.
 3. The launch latency of the device: the 10th percentile of ``A.start - L.end`` over its idle
-   intervals, where that lies in ``[0, 50 us]``.
+   intervals whose ``A`` is the first activity of its launch, where that lies in ``[0, 50 us]``.
 4. Each interval is cut into elementary segments at every boundary that can change a rule's answer
    (every CPU event of the process, the windows, ``L.end + latency``, ``E.start``, ``S.end``); each
    segment gets the cause of the first rule (spec table, priorities 1..9) that holds at its start.
@@ -48,9 +48,10 @@ SYNC_PATTERN: Final = re.compile(
 )
 INPUT_PATTERNS: Final = (r"^enumerate\(DataLoader\)#.*\.__next__$",)
 COMPILE_ALWAYS: Final = re.compile(
-    r"^TorchDynamo|^torch\._dynamo|^Dynamo .*compile|[Ii]nductor|aot_autograd|^OutputGraph\.call_user_compiler"
+    r"^TorchDynamo$|^torch\._dynamo\.|^_compile\.|^compile_fx|^OutputGraph\.call_user_compiler|^aot_autograd"
+    r"|^create_aot_dispatcher_function|^[Ii]nductor|^async_compile"
 )
-COMPILE_FIRST_ONLY: Final = re.compile(r"^Torch-Compiled Region|^CompiledFunction")
+COMPILE_FIRST_ONLY: Final = re.compile(r"^Torch-Compiled Region")
 NCCL: Final = (r"^nccl",)
 ACTIVITY: Final = ("kernel", "memcpy", "memset")
 
@@ -285,10 +286,19 @@ def _device(
         starts.setdefault(r["start_ns"], []).append(r)
         ends.setdefault(r["end_ns"], []).append(r)
     matched = [(a, b, _lowest_corr(starts.get(b, [])), _lowest_corr(ends.get(a, []))) for a, b in idle]
+    first_of_launch: dict[int, int] = {}
+    for r in acts:
+        if r["correlation"] is not None:
+            first_of_launch[r["correlation"]] = min(first_of_launch.get(r["correlation"], r["start_ns"]), r["start_ns"])
     samples = []
     for _, _, nxt, _ in matched:
         launch = proc.calls.get(nxt["correlation"]) if nxt and nxt["correlation"] is not None else None
-        if nxt is not None and launch is not None and 0 <= nxt["start_ns"] - launch["end_ns"] <= LAUNCH_LATENCY_CAP_NS:
+        if (
+            nxt is not None
+            and launch is not None
+            and nxt["start_ns"] == first_of_launch[nxt["correlation"]]  # a graph's later nodes wait for the earlier
+            and 0 <= nxt["start_ns"] - launch["end_ns"] <= LAUNCH_LATENCY_CAP_NS
+        ):
             samples.append(nxt["start_ns"] - launch["end_ns"])
     lat = _percentile(samples, percentile_method)
     per_window = [dict.fromkeys(CAUSES, 0) for _ in windows]

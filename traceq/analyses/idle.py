@@ -13,9 +13,9 @@ last.  For each idle interval ``[a, b)`` this module finds:
   has no recorded launch (or there is no A), the thread that launched the activity before it;
 * **E**, the innermost CPU op or range on T enclosing L (Kineto links them by ``External id``;
   otherwise the latest-starting op or non-step range on T that contains L);
-* **S**, the *draining* sync: the latest synchronising call on T that ended by ``L.start``, started
-  before ``a`` (it waited while the device was busy), and after which T launched nothing else for
-  this device before L;
+* **S**, the *draining* sync: the latest-starting synchronising call on T that started before
+  ``a`` (it waited while the device was busy), if it returned by ``L.start`` and T started no other
+  launch of work on this device after it and before L;
 * the device's **launch latency** :func:`launch_latency_ns`.
 """
 
@@ -42,8 +42,7 @@ def idle_intervals(activity: pl.DataFrame, windows: pl.DataFrame, n_devices: int
     """The idle intervals of every device.
 
     ``activity`` has dev, start_ns, end_ns (GPU activity); ``windows`` dev, start_ns, end_ns.
-    Columns: dev (UInt32), start_ns, end_ns, dur_ns, kind (``leading``, ``between``,
-    ``trailing``); sorted by dev, start_ns.
+    Columns: dev (UInt32), start_ns, end_ns, dur_ns; sorted by dev, start_ns.
     """
     devs = activity.get_column("dev").to_numpy()
     starts = activity.get_column("start_ns").to_numpy()
@@ -51,41 +50,30 @@ def idle_intervals(activity: pl.DataFrame, windows: pl.DataFrame, n_devices: int
     win_dev = windows.get_column("dev").to_numpy()
     win_start = windows.get_column("start_ns").to_numpy()
     win_end = windows.get_column("end_ns").to_numpy()
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for dev in range(n_devices):
         on = devs == dev
         busy = iv.merge(iv.Intervals(starts[on], ends[on]))
         if len(busy) == 0:
             continue
         on_win = win_dev == dev
-        lo = int(min(busy.start_ns[0], win_start[on_win].min(initial=busy.start_ns[0])))
-        hi = int(max(busy.end_ns[-1], win_end[on_win].max(initial=busy.end_ns[-1])))
+        first, last = int(starts[on].min()), int(ends[on].max())  # zero-length activities too
+        lo = int(min(first, win_start[on_win].min(initial=first)))
+        hi = int(max(last, win_end[on_win].max(initial=last)))
         idle = iv.complement(busy, lo, hi)
-        kind = np.full(len(idle), "between", dtype=object)
-        kind[idle.end_ns <= busy.start_ns[0]] = "leading"
-        kind[idle.start_ns >= busy.end_ns[-1]] = "trailing"
-        parts.append((np.full(len(idle), dev, np.uint32), idle.start_ns, idle.end_ns, kind))
+        parts.append((np.full(len(idle), dev, np.uint32), idle.start_ns, idle.end_ns))
     if not parts:
-        return pl.DataFrame(
-            schema={"dev": pl.UInt32, "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64, "kind": pl.String}
-        )
-    dev_col, start, end, kinds = (np.concatenate(c) for c in zip(*parts, strict=True))
-    return pl.DataFrame(
-        {
-            "dev": dev_col,
-            "start_ns": start,
-            "end_ns": end,
-            "dur_ns": end - start,
-            "kind": pl.Series(kinds.tolist(), dtype=pl.String),
-        }
-    )
+        return pl.DataFrame(schema={"dev": pl.UInt32, "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64})
+    dev_col, start, end = (np.concatenate(c) for c in zip(*parts, strict=True))
+    return pl.DataFrame({"dev": dev_col, "start_ns": start, "end_ns": end, "dur_ns": end - start})
 
 
 def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataFrame:
     """``intervals`` plus the activity that ends each one (``next_*``: name, kind, stream,
-    correlation, start_ns, end_ns; ``source``, ``pid``) and the correlation of the one before it
-    (``prev_correlation``).  ``activity`` has dev, source, pid, name, kind, stream, correlation,
-    start_ns, end_ns."""
+    correlation, start_ns, end_ns; ``source``, ``pid``), the correlation of the one before it
+    (``prev_correlation``) and the interval's ``kind``: ``leading`` (no activity ends where it
+    begins), ``trailing`` (none starts where it ends), else ``between``.  ``activity`` has dev,
+    source, pid, name, kind, stream, correlation, start_ns, end_ns."""
     ranked = activity.select("dev", "start_ns", "end_ns", "correlation").with_row_index("_row")
     first_at = (
         ranked.filter(pl.col("start_ns").is_in(intervals.get_column("end_ns").unique().implode()))
@@ -112,17 +100,36 @@ def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataF
         ranked.filter(pl.col("end_ns").is_in(intervals.get_column("start_ns").unique().implode()))
         .sort("dev", "end_ns", "correlation", nulls_last=True, maintain_order=True)
         .unique(subset=["dev", "end_ns"], keep="first", maintain_order=True)
-        .select("dev", pl.col("end_ns").alias("start_ns"), pl.col("correlation").alias("prev_correlation"))
+        .select(
+            "dev",
+            pl.col("end_ns").alias("start_ns"),
+            pl.col("correlation").alias("prev_correlation"),
+            pl.lit(True).alias("_has_prev"),
+        )
     )
-    keys = activity.select("dev", pl.col("source").cast(pl.String).alias("_source"), pl.col("pid").alias("_pid"))
-    owner = keys.unique(subset=["dev"], keep="first")
+    owner = (
+        activity.select("dev", "source", "pid")
+        .unique(subset=["dev"], keep="first")
+        .select("dev", pl.col("source").cast(pl.String).alias("_source"), pl.col("pid").alias("_pid"))
+    )
+    has_next = pl.col("next_start_ns").is_not_null()
     return (
         intervals.with_row_index("_order")
         .join(nxt, on=["dev", "end_ns"], how="left")
         .join(last_at, on=["dev", "start_ns"], how="left")
         .join(owner, on="dev", how="left")
-        .with_columns(pl.col("source").fill_null(pl.col("_source")), pl.col("pid").fill_null(pl.col("_pid")))
-        .drop("_source", "_pid")
+        .with_columns(
+            pl.col("source").fill_null(pl.col("_source")),
+            pl.col("pid").fill_null(pl.col("_pid")),
+            # leading: no activity ends where it begins; trailing: none starts where it ends
+            pl.when(~has_next)
+            .then(pl.lit("trailing"))
+            .when(pl.col("_has_prev").is_null())
+            .then(pl.lit("leading"))
+            .otherwise(pl.lit("between"))
+            .alias("kind"),
+        )
+        .drop("_source", "_pid", "_has_prev")
         .sort("_order")
         .drop("_order")
     )
@@ -237,34 +244,37 @@ def with_enclosing_ops(frame: pl.DataFrame, cpu: pl.DataFrame, step_names: pl.Se
 def with_draining_syncs(frame: pl.DataFrame, syncs: pl.DataFrame, launches_by_dev: pl.DataFrame) -> pl.DataFrame:
     """``frame`` plus ``sync_*`` (name, start_ns, end_ns, tid, correlation) of the draining sync S
     (null where there is none) and ``blocked_*`` (the latest sync on T that started before the
-    interval's end and ended after its start: the host blocked inside the interval)."""
+    interval's end and ended after its start: the host blocked inside the interval).
+
+    S is the latest-starting sync on T that started before the interval (``start < a``: it waited
+    while the device was busy), provided it returned by ``L.start`` and T started no launch of work
+    on this device after it and before L."""
     right = syncs.select(
         "source",
         "pid",
         pl.col("tid").alias("thread"),
-        pl.col("end_ns").alias("_key"),
+        pl.col("start_ns").alias("_key"),
         *(pl.col(c).alias(f"sync_{c}") for c in ("name", "start_ns", "end_ns", "tid", "correlation")),
-    ).sort("_key")
+    ).sort("_key", "sync_end_ns")
     left = frame.with_row_index("_order")
-    with_l = left.filter(pl.col("launch_start_ns").is_not_null()).with_columns(pl.col("launch_start_ns").alias("_key"))
+    with_l = left.filter(pl.col("launch_start_ns").is_not_null()).with_columns((pl.col("start_ns") - 1).alias("_key"))
     matched = with_l.sort("_key").join_asof(
         right, on="_key", by=["source", "pid", "thread"], strategy="backward", check_sortedness=False
     )
-    prev = launches_by_dev.select(
-        "dev",
-        "source",
-        "pid",
-        pl.col("tid").alias("thread"),
-        pl.col("end_ns").alias("_key"),
-        pl.col("end_ns").alias("_prev_end"),
-    ).sort("_key")
-    matched = matched.sort("_key").join_asof(
-        prev, on="_key", by=["dev", "source", "pid", "thread"], strategy="backward", check_sortedness=False
+    prev = (
+        launches_by_dev.select("dev", "source", "pid", pl.col("tid").alias("thread"), pl.col("start_ns").alias("_key"))
+        .with_columns(pl.col("_key").alias("_prev_start"))
+        .sort("_key")
+    )
+    matched = (
+        matched.with_columns((pl.col("launch_start_ns") - 1).alias("_key"))
+        .sort("_key")
+        .join_asof(prev, on="_key", by=["dev", "source", "pid", "thread"], strategy="backward", check_sortedness=False)
     )
     drains = (
         pl.col("sync_name").is_not_null()
-        & (pl.col("sync_start_ns") < pl.col("start_ns"))
-        & (pl.col("_prev_end").is_null() | (pl.col("sync_end_ns") >= pl.col("_prev_end")))
+        & (pl.col("sync_end_ns") <= pl.col("launch_start_ns"))
+        & (pl.col("_prev_start").is_null() | (pl.col("_prev_start") < pl.col("sync_end_ns")))
     )
     sync_cols = [f"sync_{c}" for c in ("name", "start_ns", "end_ns", "tid", "correlation")]
     matched = matched.with_columns(pl.when(drains).then(pl.col(c)).alias(c) for c in sync_cols).select(
