@@ -21,7 +21,8 @@ from ..builders import api, kernel, launch, memcpy, nccl, step, table
 # step), [900, 950) dependency (gemm_b was launched at 95, long before), [1400, 1500) launch,
 # [2000, 2700) sync (blocked in cudaStreamSynchronize 2050-2600), [3000, 3100) launch (the copy's
 # cudaMemcpyAsync at 3050: no data loader is recorded, so this is no input stall), [3200, 3300)
-# unknown (no launch recorded).
+# cpu (no launch is recorded for the kernel: the thread that issued the copy before it was inside
+# its step).
 EVENTS = table(
     step(0, 1000, 0),
     step(1000, 2500, 1),
@@ -81,7 +82,12 @@ def test_one_step_window_holds_its_bars_clipped_and_its_gaps_with_labels() -> No
             "sync: cudaStreamSynchronize returned 12 ns before cudaLaunchKernel; also cpu 9%, launch 7%, dependency 6%",
         ),
         (3000, 3100, "launch", "launch: cudaMemcpyAsync called 50 ns into the gap; also cpu 50%"),
-        (3200, 3300, "unknown", "unknown: no launch recorded for no_launch_recorded"),
+        (
+            3200,
+            3300,
+            "cpu",
+            "cpu: no launch recorded for no_launch_recorded; the host that last fed the GPU ran CPU work",
+        ),
     ]
 
 

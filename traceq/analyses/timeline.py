@@ -306,10 +306,12 @@ def gap_label(row: Mapping[str, Any]) -> str:
         why = "input: the host was in the data loader"
     elif cause == "compile":
         why = "compile: the host was compiling (torch.compile)"
+    elif cause == "cpu" and row["launch_name"]:
+        why = f"cpu: the host ran other CPU work before {launch}"
+    elif cause == "cpu" and row["next_name"]:
+        why = f"cpu: no launch recorded for {_short(row['next_name'])}; the host that last fed the GPU ran CPU work"
     elif cause == "cpu":
-        why = (
-            f"cpu: the host ran other CPU work before {launch}" if row["launch_name"] else "cpu: the host ran CPU work"
-        )
+        why = "cpu: the host that last fed the GPU ran CPU work"
     else:
         why = f"{cause}: no launch recorded for {_short(row['next_name'])}"
     dur = int(row["dur_ns"])
