@@ -76,11 +76,10 @@ def memory_bound_split(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, 
 
 def memory_bound_excess_ns(ctx: FindingContext, d: DeviceTotals) -> int:
     """The cost :func:`memory_bound_kernels` ranks devices by: memory-bound time beyond the allowance;
-    none where kernels are shorter than the interval between their launches (t_k < t_cpu): the host
-    sets their pace, not the memory bandwidth (seed 000: that step is overhead-bound)."""
-    regime = d.regime
-    t_k, t_cpu = (regime.t_k_ns, regime.t_cpu_ns) if regime is not None else (None, None)
-    if t_k is not None and t_cpu is not None and t_k < t_cpu:
+    none on an overhead-bound device, whose kernels are shorter than the interval between their
+    launches (t_k < t_cpu) while the launch overhead is what limits it: the host sets their pace,
+    not the memory bandwidth (seed 000), and fusing them is ``launch_bound``'s advice."""
+    if d.regime is not None and d.regime.verdict == "overhead-bound":
         return 0
     return memory_bound_split(ctx, d)[2]
 

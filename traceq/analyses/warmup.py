@@ -4,8 +4,9 @@ The seeds measure steady-state steps only (``000_*.txt`` §3, "Measure steady-st
 the first steps, which include compilation and warm-up)"; ``004_*.txt`` exercise 8, "The
 torch.compile warmup trap").  A device's first step windows, in time order, are **warm-up** while
 each one either holds a compile range of its process (:mod:`traceq.analyses.host_state`) or lasts
-more than :data:`OUTLIER_FACTOR` times the median of the steps after it; the run stops at the first
-step that is neither, and never takes more than half of the steps, so at least half stay steady.
+more than :data:`OUTLIER_FACTOR` times the median of the steps after it (at least two of them: one
+step is no steady state to stand out from); the run stops at the first step that is neither, and
+never takes more than half of the steps, so at least half stay steady.
 A device without step windows has no warm-up.
 """
 
@@ -41,8 +42,10 @@ def with_warmup(windows: pl.DataFrame, compile_by_dev: Mapping[int, iv.Intervals
         )
         k = 0
         while k < at.size // 2:
-            later = float(np.median(durations[k + 1 :]))
-            if compiled[k] > 0 or durations[k] > OUTLIER_FACTOR * later:
+            later = durations[k + 1 :]
+            # an outlier needs a steady state to stand out from: at least two later steps
+            outlier = later.size >= 2 and durations[k] > OUTLIER_FACTOR * float(np.median(later))
+            if compiled[k] > 0 or outlier:
                 k += 1
             else:
                 break
