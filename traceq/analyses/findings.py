@@ -18,6 +18,7 @@ from typing import Final
 
 import polars as pl
 
+from traceq.analyses.comm import with_comm_flags
 from traceq.analyses.findings_base import (
     FIRE_SHARE,
     SEVERITY_BANDS,
@@ -100,6 +101,7 @@ def find_findings(
     """
     if not analysis.devices:
         return ()
+    events = with_comm_flags(events, analysis.options)
     ctx = build_context(events, analysis, mfu, job)
     found: list[Finding | None] = []
     for rule in RANKED_RULES:

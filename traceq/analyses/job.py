@@ -23,6 +23,7 @@ from traceq.analyses.collectives import (
     covered_waits_ns,
     with_exposed_waits,
 )
+from traceq.analyses.comm import with_comm_flags
 from traceq.analyses.job_model import ClockAlignment, CollectiveStat, JobAnalysis, RankSummary
 from traceq.analyses.model import Analysis, DeviceBreakdown
 from traceq.analyses.steps import devices as device_table
@@ -370,6 +371,7 @@ def analyze_job(
     table = device_table(events)
     if table.height < 2:
         return None
+    events = with_comm_flags(events, analysis.options)
     calls = collective_calls(events, table)
     alignment, matched = align_and_match(calls, anchors)
     if matched.height:
