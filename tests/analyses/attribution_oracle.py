@@ -1,8 +1,7 @@
 """A brute-force oracle of issue 13's attribution model: every idle ns of every device, and its cause.
 
-It implements the spec (``/work/notes/issue13-spec.md``; ``docs/analyses.md`` once the engine
-lands) literally and slowly, from the event table alone (``traceq.load(path).events``), sharing no
-code with ``traceq.analyses``:
+It implements ``docs/analyses.md`` ("Idle time by cause") literally and slowly, from the event
+table alone (``traceq.load(path).events``), sharing no code with ``traceq.analyses``:
 
 1. Per device (source, pid, GPU): busy = the union of its kernels, memcpys and memsets; span = from
    the earlier of the first step window's and the first activity's start to the later of the last

@@ -1,9 +1,9 @@
 """Where the scenario tests read issue 13's answers in traceq's JSON report: every field name in one place.
 
-The names follow the spec (``/work/notes/issue13-spec.md``): ``idle_by_cause_ns`` with the causes
-``input, sync, compile, launch, cpu, dependency, unknown`` on devices and steps, a per-device
-``regime``, a report-level ``warmup``, the finding ids.  Where the spec names no field, the guess is
-marked GUESS until the field lands; adapt these functions (not the tests) to the engine's names.
+``idle_by_cause_ns`` with the causes ``input, sync, compile, launch, cpu, dependency, unknown`` on
+devices and steps, a per-device ``steady`` state, ``regime``, ``launch_latency_ns``,
+``comm_kernels`` and ``unlaunched_activities``, the steps' ``warmup`` flags, the finding ids
+(``schemas/report.schema.json``).  The tests read the report only through these functions.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def step_entries(report: Report, pid: int, device: int) -> list[Entry]:
 
 
 def idle_by_cause(entry: Entry) -> dict[str, int]:
-    """A device's or step's idle ns by cause (the spec's ``idle_by_cause_ns``)."""
+    """A device's or step's idle ns by cause (``idle_by_cause_ns``; docs/analyses.md, "Idle time by cause")."""
     return dict(entry["idle_by_cause_ns"])
 
 
@@ -37,12 +37,12 @@ def steady_idle_by_cause(device: Entry) -> dict[str, int]:
 
 
 def launch_latency_ns(device: Entry) -> int:
-    """The device's launch-latency estimate (spec section 2). GUESS: ``launch_latency_ns`` on the device."""
+    """The device's launch-latency estimate: its ``launch_latency_ns``."""
     return int(device["launch_latency_ns"])
 
 
 def regime(device: Entry) -> str:
-    """The device's regime verdict (spec section 4): ``regime`` as a string or an object with a ``verdict``."""
+    """The device's regime verdict (docs/analyses.md, "Regimes"): its ``regime.verdict``."""
     value = device["regime"]
     return str(value["verdict"] if isinstance(value, dict) else value)
 
@@ -54,7 +54,7 @@ def graph_replayed(device: Entry) -> bool:
 
 
 def warmup_step_numbers(report: Report, pid: int, device: int) -> list[int]:
-    """The warm-up steps of a device (spec section 5): the ``step`` numbers of its ``steps``
+    """The warm-up steps of a device (docs/analyses.md, "Warm-up"): the ``step`` numbers of its ``steps``
     entries flagged ``warmup``."""
     return [int(s["step"]) for s in step_entries(report, pid, device) if s["warmup"]]
 
@@ -74,19 +74,22 @@ def finding_text(finding: Entry) -> str:
 
 
 def straggler_rank(finding: Entry) -> int:
-    """The rank a ``straggler`` finding names (its ``slow_rank`` metric, as today)."""
-    return int(finding["metrics"]["slow_rank"])
+    """The rank a ``straggler`` finding names: its ``slow_rank`` metric, or where the trace records no
+    ranks (an nsys export of the job's processes: ``slow_rank`` is -1) the GPU it names,
+    ``slow_device``: the planted jobs put rank r on GPU r."""
+    metrics = finding["metrics"]
+    return int(metrics["slow_rank"] if metrics["slow_rank"] >= 0 else metrics["slow_device"])
 
 
 def comm_kernel_names(report: Report) -> set[str]:
-    """The kernel names the report counted as communication. GUESS: ``report["comm_kernels"]``, a list of
-    names or of objects with a ``name``."""
-    return {k["name"] if isinstance(k, dict) else k for k in report["comm_kernels"]}
+    """The kernel names the report counted as communication, on any device (each device's
+    ``comm_kernels``)."""
+    return {k["name"] for d in report["devices"] for k in d["comm_kernels"]}
 
 
 def unlaunched_activities(device: Entry) -> int:
-    """How many of the device's GPU activities have no launching call. GUESS: ``activities_without_launch``."""
-    return int(device["activities_without_launch"])
+    """How many of the device's GPU activities have no launching call: its ``unlaunched_activities``."""
+    return int(device["unlaunched_activities"])
 
 
 def kernel_total_ns(report: Report) -> dict[str, int]:

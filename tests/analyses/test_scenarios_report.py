@@ -4,11 +4,9 @@ Per scenario and format (``test_scenarios.py`` shows the oracle agrees with the 
 files): the idle ns by cause of every step, device and the steady state, to the ns; the launch
 latency; the regime; the warm-up steps; the findings that must fire (with their fix's words), those
 that must not, and no fix's forbidden word; the straggler and its host state; the kernels counted
-as communication; the GPU work no call launched.  These wait for issue 13's attribution engine and
-are marked ``xfail`` until it lands (the lead removes the mark); the field names they read are all
-in ``scenario_expectations.py``.  Two checks hold today and stay unmarked: each step's window, idle
-and exposed communication (issue 13 must not change them where the communication pattern does not
-change), and the kernel table.
+as communication; the GPU work no call launched.  The field names they read are all in
+``scenario_expectations.py``.  Each step's window, idle and exposed communication are also checked
+against the plan: issue 13 must not change them where the communication pattern does not change.
 """
 
 from __future__ import annotations

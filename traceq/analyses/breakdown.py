@@ -15,6 +15,7 @@ t_step = t_compute + t_comm,exposed + t_idle).  Device totals are sums over its 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.attribution import Attribution, attribute
+from traceq.analyses.comm import comm_kernel_stats, with_comm_flags
 from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled
 from traceq.analyses.idle import launches_by_device
 from traceq.analyses.model import (
@@ -29,6 +31,7 @@ from traceq.analyses.model import (
     ActivityRef,
     Analysis,
     CallRef,
+    CommKernelStat,
     DeviceBreakdown,
     Gap,
     KernelStat,
@@ -40,13 +43,21 @@ from traceq.analyses.model import (
 from traceq.analyses.options import Options
 from traceq.analyses.regimes import regimes
 from traceq.analyses.steps import devices, gpu_rows, step_windows, with_dev
+from traceq.analyses.unlaunched import unlaunched_activity
 from traceq.analyses.warmup import with_warmup
 
 
 def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
     """Break every device's time down by step, attribute its idle gaps, rank its kernels
-    (``options``: the step pattern and how many gaps and kernels to list; default :class:`Options`)."""
+    (``options``: the step pattern, the communication kernels, how many gaps and kernels to list;
+    default :class:`Options`).  ``is_comm`` is recomputed first (:func:`~traceq.analyses.comm.with_comm_flags`)."""
     options = options or Options()
+    return analyze_flagged(with_comm_flags(events, options), options)
+
+
+def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
+    """:func:`analyze` of ``events`` whose ``is_comm`` already follows ``options`` (a job's parts flag
+    their table once and read it several times)."""
     device_table = devices(events)
     cpu = labelled(cpu_rows(events), step_pattern=options.step_pattern, input_pattern=options.input_pattern)
     windows = with_warmup(
@@ -67,11 +78,16 @@ def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
     totals = kernel_totals(events)
     steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
     regime = regimes(activity, steady, attributed.causes, gap_rows, launches, device_table.height)
+    extra = DeviceExtras(
+        latency_ns=attributed.latency_ns,
+        regime=regime,
+        unlaunched=_count_by_dev(with_dev(unlaunched_activity(events), device_table)),
+        comm_kernels=comm_kernel_stats(activity, options),
+        longest_cpu_ns=_longest_cpu_idle(attributed.causes, steady),
+    )
     return Analysis(
         step_pattern=options.step_pattern,
-        devices=_device_results(
-            device_table, step_rows, gap_rows, attributed.latency_ns, regime, all_steps=options.all_steps
-        ),
+        devices=_device_results(device_table, step_rows, gap_rows, extra, all_steps=options.all_steps),
         steps=_step_results(step_rows, device_table),
         gaps=longest_gaps(gap_table, options.max_gaps),
         kernels=top_kernels(totals, options.top_kernels),
@@ -81,6 +97,36 @@ def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
         idle_causes=attributed.causes,
         options=options,
     )
+
+
+@dataclass(frozen=True)
+class DeviceExtras:
+    """Per dev, what a device's entry carries besides its window sums."""
+
+    latency_ns: Mapping[int, int]
+    regime: Mapping[int, Regime | None]
+    unlaunched: Mapping[int, int]
+    comm_kernels: Mapping[int, tuple[CommKernelStat, ...]]
+    longest_cpu_ns: Mapping[int, int]
+
+
+def _count_by_dev(rows: pl.DataFrame) -> dict[int, int]:
+    if rows.is_empty():
+        return {}
+    return {int(dev): int(n) for dev, n in rows.group_by("dev").len().iter_rows()}
+
+
+def _longest_cpu_idle(
+    causes: Mapping[int, Mapping[str, iv.Intervals]], steady: Mapping[int, iv.Intervals]
+) -> dict[int, int]:
+    """Per dev, the longest stretch of ``cpu`` idle inside its steady windows."""
+    out = {}
+    for dev, windows in steady.items():
+        cpu = causes.get(dev, {}).get("cpu")
+        if cpu is not None and len(cpu):
+            inside = iv.intersect(cpu, windows)
+            out[dev] = int(inside.lengths_ns().max()) if len(inside) else 0
+    return out
 
 
 def steady_windows(windows: pl.DataFrame, n_devices: int, *, all_steps: bool = False) -> dict[int, iv.Intervals]:
@@ -193,8 +239,7 @@ def _device_results(
     device_table: pl.DataFrame,
     step_rows: pl.DataFrame,
     gap_rows: pl.DataFrame,
-    latency_ns: Mapping[int, int],
-    regime: Mapping[int, Regime | None],
+    extra: DeviceExtras,
     *,
     all_steps: bool,
 ) -> tuple[DeviceBreakdown, ...]:
@@ -231,6 +276,7 @@ def _device_results(
     )
     out = []
     for row in joined.iter_rows(named=True):
+        dev = int(row["dev"])
         gaps_by_cause = zero_by_cause()
         gaps_by_cause.update({c: int(row[f"gaps_{c}"] or 0) for c in CAUSES})
         out.append(
@@ -260,9 +306,12 @@ def _device_results(
                     exposed_comm_ns=int(row["s_exposed_comm_ns"] or 0),
                     idle_ns=int(row["s_idle_ns"] or 0),
                     idle_by_cause_ns={c: int(row[f"s_idle_{c}_ns"] or 0) for c in CAUSES},
+                    longest_cpu_idle_ns=int(extra.longest_cpu_ns.get(dev, 0)),
                 ),
-                launch_latency_ns=int(latency_ns.get(int(row["dev"]), 0)),
-                regime=regime.get(int(row["dev"])),
+                launch_latency_ns=int(extra.latency_ns.get(dev, 0)),
+                regime=extra.regime.get(dev),
+                unlaunched_activities=int(extra.unlaunched.get(dev, 0)),
+                comm_kernels=extra.comm_kernels.get(dev, ()),
             )
         )
     return tuple(out)

@@ -186,8 +186,10 @@ def _in_steady(gaps: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
 
 def _kernels(kernels: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """The kernel rows with their class and time inside step windows, sorted by dev and start."""
-    names = kernels.get_column("name").unique()  # classified per distinct name, not per row
-    classes = pl.DataFrame({"name": names}).select(kernel_class_expr().cast(pl.Categorical)).to_series()
+    # Classified per distinct (name, is_comm), not per row: a kernel is comm as the breakdown counts it.
+    pairs = kernels.select("name", "is_comm").unique()
+    classes = pairs.with_columns(kernel_class_expr(comm=pl.col("is_comm")).cast(pl.Categorical))
+    kernels = kernels.join(classes, on=["name", "is_comm"], how="left", nulls_equal=True, maintain_order="left")
     rows = kernels.select(
         "dev",
         "name",
@@ -196,7 +198,7 @@ def _kernels(kernels: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
         (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
         "is_comm",
         "correlation",
-        pl.col("name").replace_strict(names, classes, return_dtype=pl.Categorical).alias("kernel_class"),
+        "kernel_class",
     )
     rows = _sorted_by_dev_and_start(rows)
     in_steps = np.zeros(rows.height, np.int64)

@@ -16,6 +16,10 @@ CLOCK_METHODS: Final = ("single_clock", "anchor", "collective_end", "none")
 JOB_VERDICTS: Final = ("slow_rank", "slow_link", "slow_rank_and_link", "skewed", "balanced", "no_collectives")
 """What the cross-rank analysis concludes about a job's collectives."""
 
+LATE_CAUSES: Final = ("compute", "cpu", "pause", "input", "sync", "compile", "unknown")
+"""Why a rank is later than the others (``docs/multi-rank.md``): its GPU computes longer, or its host
+keeps the GPU idle: CPU-bound, a pause (garbage-collection-like), its data loader, a sync, compiling."""
+
 
 @dataclass(frozen=True)
 class ClockAlignment:
@@ -80,6 +84,8 @@ class CollectiveStat:
 class RankSummary:
     """One rank (device) of a job: its breakdown per step and what it did at the collectives."""
 
+    FIELD_ENUMS: ClassVar[dict[str, tuple[str, ...]]] = {"late_because": LATE_CAUSES}
+
     rank: int | None
     device: int
     pid: int | None
@@ -112,8 +118,24 @@ class RankSummary:
     wait_caused_share: float
     """Median over the other communicating ranks of (the exposed wait it caused them / their step time):
     what it costs the others."""
+    late_because: str
+    """What makes it later than the others: the largest of its excesses over the others' medians per
+    step (compute, or a host cause; ``pause``: the cpu excess is mostly one stretch)."""
     straggler: bool
-    """Arrives last far more often than chance and computes more per step than the median of the others."""
+    """Late beyond chance (arrival order, or every wait pointing at it with a material size) and
+    slower of its own (more compute per step, or more host-caused idle): ``docs/multi-rank.md``."""
+    # The host-state numbers behind late_because.  They read the CPU records each format keeps
+    # (Kineto's ops, nsys's NVTX ranges and runtime calls), so unlike the job's other numbers they
+    # differ a little between formats of one job: in the finding's metrics and the note, not the JSON.
+    host_idle_ns_per_step: float = field(repr=False, compare=False)
+    """Idle per steady step while its own host was busy elsewhere, in its data loader, blocked in a
+    sync or compiling (the ``cpu``, ``input``, ``sync`` and ``compile`` causes)."""
+    host_excess_ns_per_step: float = field(repr=False, compare=False)
+    """``host_idle_ns_per_step`` − the median over the other communicating ranks."""
+    longest_cpu_idle_ns: int = field(repr=False, compare=False)
+    """Its longest single stretch of ``cpu`` idle (steady windows): a pause when long."""
+    late_because_ns_per_step: float = field(repr=False, compare=False)
+    """The excess that names ``late_because`` (0 with ``unknown``)."""
 
 
 @dataclass(frozen=True)

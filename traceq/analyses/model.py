@@ -79,6 +79,22 @@ class SteadyState:
     exposed_comm_ns: int
     idle_ns: int
     idle_by_cause_ns: Mapping[str, int]
+    longest_cpu_idle_ns: int
+    """The longest single stretch of ``cpu`` idle (host busy with other work: Python, callbacks, a
+    garbage-collection pause) inside these windows."""
+
+
+@dataclass(frozen=True)
+class CommKernelStat:
+    """One kernel name counted as communication (``docs/analyses.md``, "Communication kernels"): how
+    often it ran, for how long, and which rule counted it."""
+
+    name: str
+    count: int
+    total_ns: int
+    matched_by: str
+    """The library whose default pattern matched it (``NCCL``, ``DeepEP``, ...), ``--comm-pattern``
+    (one of the user's patterns), or ``trace metadata`` (the trace marks it a collective)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +126,11 @@ class DeviceBreakdown:
     launch_latency_ns: int
     """The device's measured launch latency (launch return to kernel start on an idle GPU)."""
     regime: Regime | None
+    unlaunched_activities: int
+    """Its GPU activities (of ``kernels + memcpys + memsets``) with no launching call recorded: the
+    profiler did not record their CPU side, so idle before them is ``unknown``."""
+    comm_kernels: tuple[CommKernelStat, ...]
+    """The kernel names it counted as communication, most GPU time first (over the whole trace)."""
 
 
 @dataclass(frozen=True)

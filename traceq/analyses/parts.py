@@ -19,7 +19,8 @@ in one process.  Three steps, each a function of small data:
 3. **detail** (:func:`detail_part`, where the part is read again): answers its request.
 
 Every number equals the one the whole-table functions compute (``analyze``, ``find_findings``,
-``analyze_job``) on the parts put together: each device's breakdown depends only on its own
+``analyze_job``) on the parts put together (each part's ``is_comm`` recomputed for the options
+first, as they do: :func:`~traceq.analyses.comm.with_comm_flags`): each device's breakdown depends only on its own
 source's rows; the top lists (gaps, kernels, rankings) are merged by the same functions that order
 one table's (:func:`~traceq.analyses.breakdown.longest_gaps`,
 :func:`~traceq.analyses.breakdown.top_kernels`); a rule's finding is explained by the rule itself,
@@ -36,8 +37,9 @@ import numpy as np
 import polars as pl
 
 from traceq import schema
-from traceq.analyses.breakdown import analyze, longest_gap_rows, longest_gaps, top_kernels
+from traceq.analyses.breakdown import analyze_flagged, longest_gap_rows, longest_gaps, top_kernels
 from traceq.analyses.collectives import compute_activity, wait_covered_ns
+from traceq.analyses.comm import with_comm_flags
 from traceq.analyses.findings import JOB_RULES, RANKED_RULES, rank_findings
 from traceq.analyses.findings_base import DeviceTotals, Ranking, WorstDevice, build_context, ranking
 from traceq.analyses.job_model import JobAnalysis
@@ -95,7 +97,8 @@ def summarise_part(
     events: pl.DataFrame, sources: tuple[SourceMeta, ...], import_stats: tuple[CategoryCount, ...], options: Options
 ) -> PartSummary:
     """Summarise one part (its event table, ranks already assigned) for :func:`merge_parts`."""
-    analysis = analyze(events, options)
+    events = with_comm_flags(events, options)
+    analysis = analyze_flagged(events, options)
     totals: tuple[DeviceTotals, ...] = ()
     rankings: dict[str, tuple[tuple[float, int], ...]] = {rule.id: () for rule in RANKED_RULES}
     if analysis.devices:
@@ -321,13 +324,14 @@ def detail_requests(
 def detail_part(events: pl.DataFrame, request: DetailRequest, options: Options) -> PartDetail:
     """Answer a :class:`DetailRequest` from the part's event table (ranks assigned as in
     :func:`summarise_part`)."""
+    events = with_comm_flags(events, options)
     table = devices(events)
     covered = np.zeros(0, np.int64)
     if request.waits is not None and request.waits.height:
         covered = _covered(events, table, request.waits)
     if not request.needs_analysis:
         return PartDetail(covered_ns=covered)
-    analysis = analyze(events, replace(options, top_kernels=0))
+    analysis = analyze_flagged(events, replace(options, top_kernels=0))
     findings: list[Finding] = []
     if request.rules:
         ctx = build_context(events, analysis, request.mfu)

@@ -67,9 +67,9 @@ def regimes(
     start_ns, end_ns, correlation; :func:`traceq.analyses.idle.launches_by_device`).
     """
     kernels = activity.filter(pl.col("kind") == "kernel")
-    names = kernels.get_column("name").unique()
-    classes = pl.DataFrame({"name": names}).with_columns(kernel_class_expr())
-    kernels = kernels.join(classes, on="name", how="left")
+    names = kernels.select("name", "is_comm").unique()  # classified per distinct name, as counted
+    classes = names.with_columns(kernel_class_expr(comm=pl.col("is_comm")))
+    kernels = kernels.join(classes, on=["name", "is_comm"], how="left", nulls_equal=True)
     out: dict[int, Regime | None] = {}
     empty = iv.Intervals.empty()
     for dev in range(n_devices):

@@ -10,6 +10,7 @@ import click
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding, Regime
 from traceq.report.model import Report
+from traceq.report.notes import comm_kernels, comm_summary, unknown_idle_note
 from traceq.units import device_label, format_ns, pct, shorten
 
 WIDTH = 80
@@ -46,6 +47,10 @@ def render_text(report: Report) -> str:
         lines.append("no GPU activity in this trace: nothing to break down")
         return "\n".join(lines) + "\n"
     lines.extend(_breakdown(report.devices))
+    comm = _comm_kernels(report.devices)
+    if comm:
+        lines.append("")
+        lines.extend(comm)
     lines.append("")
     lines.extend(_idle_by_cause(report.devices))
     lines.append("")
@@ -139,6 +144,26 @@ def _idle_by_cause(devices: Sequence[DeviceBreakdown]) -> list[str]:
     for d in devices:
         cells = "".join(f"{pct(d.idle_by_cause_ns[c], d.dur_ns):>9}" for c in CAUSES)
         out.append(f"  {device_label(d.rank, d.device, style='column'):<12}{cells}")
+    for d in devices:
+        why = unknown_idle_note(d)
+        if why is not None:
+            out.extend(f"  {line}" for line in wrap(f"{device_label(d.rank, d.device)}: {why}", WIDTH - 2))
+    return out
+
+
+def _comm_kernels(devices: Sequence[DeviceBreakdown], limit: int = 3) -> list[str]:
+    """The kernel names counted as communication (over every device): how many, by which rule, and
+    the ones with the most time; nothing without communication kernels."""
+    stats = comm_kernels(devices)
+    if not stats:
+        return []
+    out = [_heading("communication kernels")]
+    out.extend(f"  {line}" for line in wrap(comm_summary(stats), WIDTH - 2))
+    for s in stats[:limit]:
+        row = f"  {format_ns(s.total_ns):>10} {s.count:>7,}  "
+        out.append(row + shorten(s.name, WIDTH - len(row)))
+    if len(stats) > limit:
+        out.append(f"  … and {len(stats) - limit} more (the JSON report lists every one, per device)")
     return out
 
 

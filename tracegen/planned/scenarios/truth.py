@@ -2,7 +2,7 @@
 
 A :class:`PlantedScenario` pairs a job builder with its truth, written by hand beside it (each
 number commented with the arithmetic that gives it), never read back from an analysis.  The causes
-are issue 13's (spec: ``/work/notes/issue13-spec.md``), in report order: :data:`CAUSES`.
+are those of ``docs/analyses.md`` ("Idle time by cause"), in report order: :data:`CAUSES`.
 """
 
 from __future__ import annotations

@@ -17,11 +17,13 @@ from traceq.report.html.chart_style import PALETTE
 from traceq.report.html.charts_steps import MAX_STEP_CHART_DEVICES
 from traceq.report.html.tables import Cell, Column, Table, name_cell, num, row, table
 from traceq.report.model import Report
+from traceq.report.notes import comm_kernels, comm_summary, unknown_idle_note
 from traceq.units import device_label, format_ns, format_share, pct
 
 LONGEST_GAPS: Final = 10
 WINDOW_GAPS: Final = 6
 MFU_STEP_ROWS: Final = 100
+COMM_KERNEL_ROWS: Final = 20
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class Idle:
     longest: Table | None
     longest_shown: int
     gaps_total: str
+    unknown_notes: tuple[str, ...] = ()
+    """Per device with ``unknown`` idle, why (:func:`traceq.report.notes.unknown_idle_note`)."""
 
 
 @dataclass(frozen=True)
@@ -70,10 +74,12 @@ class Timeline:
 
 @dataclass(frozen=True)
 class Kernels:
-    """The top kernels (``count`` of them)."""
+    """The top kernels (``count`` of them), and the kernel names counted as communication."""
 
     table: Table
     count: int
+    comm: Table | None = None
+    comm_summary: str = ""
 
 
 @dataclass(frozen=True)
@@ -203,6 +209,11 @@ def idle(report: Report, chart: bool) -> Idle:
         longest=longest,
         longest_shown=min(LONGEST_GAPS, len(report.gaps)),
         gaps_total=f"{total:,}",
+        unknown_notes=tuple(
+            f"{device_label(d.rank, d.device)}: {note}"
+            for d in report.devices
+            if (note := unknown_idle_note(d)) is not None
+        ),
     )
 
 
@@ -261,7 +272,16 @@ def kernels(report: Report) -> Kernels:
         Column("mean", num=True),
         Column("max", num=True),
     )
-    return Kernels(table(columns, rows), len(report.kernels))
+    stats = comm_kernels(report.devices)
+    comm = None
+    if stats:
+        comm_rows = [
+            row(name_cell(k.name), Cell(k.matched_by), num(f"{k.count:,}"), num(format_ns(k.total_ns)))
+            for k in stats[:COMM_KERNEL_ROWS]
+        ]
+        comm_columns = (Column("kernel"), Column("counted by"), Column("count", num=True), Column("total", num=True))
+        comm = table(comm_columns, comm_rows)
+    return Kernels(table(columns, rows), len(report.kernels), comm, comm_summary(stats) if stats else "")
 
 
 def mfu(report: Report) -> MfuView | None:
