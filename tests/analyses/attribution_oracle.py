@@ -37,6 +37,8 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
+from ..spans import merge, subtract
+
 CAUSES: Final = ("input", "sync", "compile", "launch", "cpu", "dependency", "unknown")
 LAUNCH_LATENCY_CAP_NS: Final = 50_000
 STEP_PATTERN: Final = re.compile(r"^(ProfilerStep#\d+|step[ _#]?\d+|iteration[ _#]?\d+)$", re.IGNORECASE)
@@ -104,33 +106,8 @@ class Device:
     """Activities whose correlation matches no call of their process."""
 
 
-def _union(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for s, e in sorted(x for x in spans if x[1] > x[0]):
-        if out and s <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], e))
-        else:
-            out.append((s, e))
-    return out
-
-
-def _minus(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    out = []
-    for s, e in _union(a):
-        cur = s
-        for bs, be in _union(b):
-            if be <= cur or bs >= e:
-                continue
-            if bs > cur:
-                out.append((cur, bs))
-            cur = max(cur, be)
-        if cur < e:
-            out.append((cur, e))
-    return out
-
-
 def _length_in(spans: Sequence[tuple[int, int]], lo: int, hi: int) -> int:
-    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in _union(spans))
+    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in merge(spans))
 
 
 def _inside(ev: Row, t: int) -> bool:
@@ -273,11 +250,11 @@ def _device(
     percentile_method: str,
 ) -> Device:
     acts = sorted(acts, key=lambda r: (r["start_ns"], r["end_ns"]))
-    busy = _union([(r["start_ns"], r["end_ns"]) for r in acts])
+    busy = merge([(r["start_ns"], r["end_ns"]) for r in acts])
     windows = proc.windows or [("activity", acts[0]["start_ns"], max(r["end_ns"] for r in acts))]
     lo = min(min(w[1] for w in windows), acts[0]["start_ns"])
     hi = max(max(w[2] for w in windows), max(r["end_ns"] for r in acts))
-    idle = _minus([(lo, hi)], busy)
+    idle = subtract([(lo, hi)], busy)
     dev_corrs = {r["correlation"] for r in acts if r["correlation"] is not None}
     starts: dict[int, list[Row]] = {}
     ends: dict[int, list[Row]] = {}
@@ -319,7 +296,7 @@ def _device(
     is_comm = [r["kind"] == "kernel" and any(c.search(r["name"]) for c in comm) for r in acts]
     comm_spans = [(r["start_ns"], r["end_ns"]) for r, c in zip(acts, is_comm, strict=True) if c]
     compute = [(r["start_ns"], r["end_ns"]) for r, c in zip(acts, is_comm, strict=True) if not c]
-    exposed = _minus(comm_spans, compute)
+    exposed = subtract(comm_spans, compute)
     out_windows = tuple(
         Window(
             name,

@@ -26,46 +26,11 @@ from traceq.analyses.model import SEVERITIES, Analysis, Finding
 
 from ..builders import Row, api, kernel, launch, memcpy, nccl, step, table
 from ..conftest import SHARED_TRACES
+from ..spans import Span, length_in, merge, subtract
 from .attribution_oracle import Device, attribute
 from .attribution_oracle import Gap as OracleGap
 
-Span = tuple[int, int]
-
 # --- independent references ----------------------------------------------------------------------
-
-
-def merge(spans: list[Span]) -> list[Span]:
-    out: list[Span] = []
-    for s, e in sorted(x for x in spans if x[1] > x[0]):
-        if out and s <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], e))
-        else:
-            out.append((s, e))
-    return out
-
-
-def length_in(spans: list[Span], windows: list[Span]) -> int:
-    """|U(spans) ∩ U(windows)| by merging both and walking the pairs."""
-    total = 0
-    for s, e in merge(spans):
-        for ws, we in merge(windows):
-            total += max(0, min(e, we) - max(s, ws))
-    return total
-
-
-def subtract(a: list[Span], b: list[Span]) -> list[Span]:
-    out = []
-    for s, e in merge(a):
-        cur = s
-        for bs, be in merge(b):
-            if be <= cur or bs >= e:
-                continue
-            if bs > cur:
-                out.append((cur, bs))
-            cur = max(cur, be)
-        if cur < e:
-            out.append((cur, e))
-    return out
 
 
 def spans(frame: pl.DataFrame) -> list[Span]:
