@@ -18,7 +18,7 @@ from tracegen.planned.names import (
 )
 from tracegen.planned.rank import Rank
 from tracegen.planned.scenarios.blocks import SYNCED_STEP_LEAD_NS, K, nccl, synced_step
-from tracegen.planned.scenarios.truth import DeviceTruth, PlantedScenario, idle
+from tracegen.planned.scenarios.truth import DeviceTruth, PlantedScenario, all_but, idle
 
 _FRAME = (idle(cpu=3_000, launch=4_500, sync=1_000), *(idle(sync=8_500),) * 3)
 """The synced_step frame's idle (blocks.py): no other idle in these steps."""
@@ -64,7 +64,7 @@ DEEPEP_MOE = PlantedScenario(
     _deepep,
     (DeviceTruth(0, _FRAME, (1_020_000,) * 4, "communication-bound"),),
     must_fire=("exposed_comm",),
-    must_not_fire=("launch_bound", "host_sync", "input_stall", "memory_bound_kernels", "small_kernels"),
+    must_not_fire=all_but("exposed_comm", "straggler"),
     comm_kernels=(K["deepep_notify_dispatch"].name, K["deepep_dispatch"].name, K["deepep_combine"].name),
 )
 
@@ -104,7 +104,7 @@ SYMMETRIC_MEMORY_COMM = PlantedScenario(
     _symm,
     (DeviceTruth(0, _FRAME, (120_000,) * 4, "compute-bound"),),
     must_fire=("exposed_comm",),
-    must_not_fire=("launch_bound", "host_sync", "input_stall", "memory_bound_kernels", "small_kernels"),
+    must_not_fire=all_but("exposed_comm", "straggler"),
     comm_kernels=(K["multimem_all_reduce"].name, K["two_shot_all_reduce"].name, K["vllm_custom_all_reduce"].name),
 )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from tracegen.planned.job import PlannedJob, build_job
 from tracegen.planned.rank import Rank
 from tracegen.planned.scenarios.blocks import K, gemms, nccl, reduce_then_step, synced_step
-from tracegen.planned.scenarios.truth import DeviceTruth, PlantedScenario, idle
+from tracegen.planned.scenarios.truth import DeviceTruth, PlantedScenario, all_but, idle
 from tracegen.planned.timing import Timing
 
 # -- launch-bound: 2 us kernels, 3.6 us of CPU per launch (seed 000's proposition), kernels starting 2.5 us after
@@ -68,7 +68,7 @@ LAUNCH_BOUND = PlantedScenario(
         ),
     ),
     must_fire=("launch_bound",),
-    must_not_fire=("memory_bound_kernels", "input_stall", "host_sync", "exposed_comm", "straggler"),
+    must_not_fire=all_but("launch_bound", "small_kernels"),
     fix_keywords={"launch_bound": ("CUDA graph", "fusion")},
 )
 
@@ -100,7 +100,7 @@ EXPOSED_COMM = PlantedScenario(
     _exposed_comm,
     (DeviceTruth(0, _EXPOSED_STEPS, (600_000,) * 4, "communication-bound"),),
     must_fire=("exposed_comm",),
-    must_not_fire=("launch_bound", "host_sync", "input_stall", "straggler", "memory_bound_kernels", "small_kernels"),
+    must_not_fire=all_but("exposed_comm"),
     fix_keywords={"exposed_comm": ("bucket", "prefetch")},
     comm_kernels=(K["allreduce"].name,),
 )
@@ -139,7 +139,7 @@ INPUT_STALL = PlantedScenario(
     _input_stall,
     (DeviceTruth(0, _INPUT_STEPS, (0,) * 4, "input-bound"),),
     must_fire=("input_stall",),
-    must_not_fire=("launch_bound", "host_sync", "exposed_comm", "straggler", "memory_bound_kernels", "small_kernels"),
+    must_not_fire=all_but("input_stall"),
     fix_keywords={"input_stall": ("worker", "pin_memory")},
 )
 
@@ -178,7 +178,7 @@ HOST_SYNC = PlantedScenario(
     _host_sync,
     (DeviceTruth(0, _HOST_SYNC_STEPS, (0,) * 4, "compute-bound"),),
     must_fire=("host_sync",),
-    must_not_fire=("launch_bound", "input_stall", "exposed_comm", "straggler", "memory_bound_kernels", "small_kernels"),
+    must_not_fire=all_but("host_sync"),
     fix_keywords={"host_sync": ("every", "asynchronous")},
 )
 
@@ -222,7 +222,7 @@ MEMORY_BOUND = PlantedScenario(
     _memory_bound,
     (DeviceTruth(0, _MEMORY_STEPS, (0,) * 4, "memory-bound"),),
     must_fire=("memory_bound_kernels",),
-    must_not_fire=("small_kernels", "launch_bound", "host_sync", "input_stall", "exposed_comm", "straggler"),
+    must_not_fire=all_but("memory_bound_kernels"),
     fix_keywords={"memory_bound_kernels": ("fus",)},
     forbidden_fix_words=("CUDA graph",),
 )

@@ -12,7 +12,7 @@ from tracegen.planned.job import PlannedJob, build_job
 from tracegen.planned.rank import Rank
 from tracegen.planned.scenarios.blocks import K, gemms, nccl, synced_step
 from tracegen.planned.scenarios.diagnosis import LAUNCH_BOUND_TIMING
-from tracegen.planned.scenarios.truth import DeviceTruth, PlantedScenario, idle
+from tracegen.planned.scenarios.truth import FINDINGS, DeviceTruth, PlantedScenario, all_but, idle
 
 _FRAME = (idle(cpu=3_000, launch=4_500, sync=1_000), *(idle(sync=8_500),) * 3)
 """The synced_step frame's idle (blocks.py) over four steps."""
@@ -47,7 +47,7 @@ REGIME_OVERHEAD_BOUND = PlantedScenario(
     _overhead,
     (DeviceTruth(0, (idle(launch=91_900), *(idle(launch=90_000),) * 3), (0,) * 4, "overhead-bound"),),
     must_fire=("launch_bound",),
-    must_not_fire=("memory_bound_kernels", "input_stall", "host_sync", "exposed_comm", "straggler"),
+    must_not_fire=all_but("launch_bound", "small_kernels"),
     fix_keywords={"launch_bound": ("CUDA graph",)},
 )
 
@@ -70,15 +70,7 @@ REGIME_COMPUTE_BOUND = PlantedScenario(
     ("seed 000 regime: compute-bound (large matmuls; compilation does not help)",),
     _compute,
     (DeviceTruth(0, _FRAME, (0,) * 4, "compute-bound"),),
-    must_not_fire=(
-        "launch_bound",
-        "host_sync",
-        "input_stall",
-        "exposed_comm",
-        "straggler",
-        "memory_bound_kernels",
-        "small_kernels",
-    ),
+    must_not_fire=FINDINGS,
     forbidden_fix_words=("CUDA graph",),
 )
 
@@ -124,15 +116,7 @@ REGIME_CLEAN = PlantedScenario(
             "compute-bound",
         ),
     ),
-    must_not_fire=(
-        "launch_bound",
-        "host_sync",
-        "input_stall",
-        "exposed_comm",
-        "straggler",
-        "memory_bound_kernels",
-        "small_kernels",
-    ),
+    must_not_fire=FINDINGS,
     comm_kernels=(K["allreduce"].name,),
 )
 

@@ -27,6 +27,14 @@ FINDINGS: Final = (
 REGIMES: Final = ("overhead-bound", "memory-bound", "compute-bound", "communication-bound", "input-bound")
 
 
+def all_but(*firing: str) -> tuple[str, ...]:
+    """Every finding id except ``firing``: a scenario's ``must_not_fire`` when only those may fire."""
+    unknown = set(firing) - set(FINDINGS)
+    if unknown:
+        raise ValueError(f"no such findings: {sorted(unknown)}")
+    return tuple(f for f in FINDINGS if f not in firing)
+
+
 def idle(**ns: int) -> dict[str, int]:
     """Idle ns by cause, every cause present (``idle(sync=8_500)``)."""
     unknown = set(ns) - set(CAUSES)
