@@ -19,7 +19,10 @@ The modules, by job: :mod:`tracegen.catalogue` (the GPU, kernels, CUDA calls and
 runs), :mod:`tracegen.scenario` (scenarios, knobs, presets), :mod:`tracegen.simulator` (cost
 model, rank simulator, step program, job), :mod:`tracegen.event` and :mod:`tracegen.timeline`
 (the ground truth and how each format names it), :mod:`tracegen.nsys` and
-:mod:`tracegen.kineto` (the writers), :mod:`tracegen.big` (benchmark-sized traces).
+:mod:`tracegen.kineto` (the writers), :mod:`tracegen.big` (benchmark-sized traces), and
+:mod:`tracegen.planned`: hand-planned timelines with every ns known (a thread-by-thread script
+instead of the simulator's cost model) and issue 13's scenario catalogue with its planted truths
+(:mod:`tracegen.planned.scenarios`).
 """
 
 from tracegen.big import big_events, big_scenario, write_big_nsys_sqlite

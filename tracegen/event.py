@@ -60,6 +60,8 @@ class Event:
     user_annotation: bool = False
     """A ``record_function`` range: Kineto ``user_annotation`` on the CPU, ``gpu_user_annotation``
     when projected onto a stream; an NVTX push/pop range in nsys."""
+    graph_id: int | None = None
+    """The CUDA graph a kernel ran in (nsys ``graphId``, Kineto ``graph id``); None outside graphs."""
 
     @property
     def is_gpu_projection(self) -> bool:
@@ -81,6 +83,7 @@ _NSYS_TABLE: Final[dict[str, str]] = {
     "gpu_sync": "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
     "cuda_api": "CUPTI_ACTIVITY_KIND_RUNTIME",
     "range": "NVTX_EVENTS",
+    "cpu_op": "NVTX_EVENTS",  # only with ``nsys_cpu_ops`` (``emit_nvtx``-style ranges)
 }
 _NSYS_SYNC_NAMES: Final[dict[str, str]] = {
     "stream_synchronize": STREAM_SYNCHRONIZE.name,
@@ -96,7 +99,7 @@ def kineto_category(event: Event) -> str:
 
 
 def nsys_table(event: Event) -> str:
-    """The nsys export table ``event`` is written to (``cpu_op`` rows have none)."""
+    """The nsys export table ``event`` is written to (``cpu_op`` rows only as NVTX ranges, see :func:`in_view`)."""
     return _NSYS_TABLE[event.kind]
 
 
@@ -112,8 +115,12 @@ def nsys_display_name(event: Event) -> str:
     return event.name
 
 
-def in_view(event: Event, view: View) -> bool:
-    """Whether ``event`` appears in the file written for ``view``."""
+def in_view(event: Event, view: View, *, nsys_cpu_ops: bool = False) -> bool:
+    """Whether ``event`` appears in the file written for ``view``.
+
+    ``nsys_cpu_ops``: the nsys export holds the ``cpu_op`` rows as NVTX ranges (as PyTorch's
+    ``torch.autograd.profiler.emit_nvtx()`` writes them), where it otherwise holds none.
+    """
     if view == "nsys":
-        return event.kind != "cpu_op" and not event.is_gpu_projection
+        return (event.kind != "cpu_op" or nsys_cpu_ops) and not event.is_gpu_projection
     return True

@@ -161,11 +161,12 @@ class _Writer:
             dur = _us(e.end_ns - e.start_ns)
             ext = "" if e.external_id is None else f'"External id": {e.external_id + ext_base}'
             name = step_name if e.step_range else e.name
+            tid = p.tid if e.tid is None else e.tid
             if e.kind in ("cpu_op", "range") and e.device is None:
                 self.ev_idx += 1
                 yield (
                     f'  {{\n    "ph": "X", "cat": "{kineto_category(e)}", "name": {self.name(name)}, "pid": {p.pid}, '
-                    f'"tid": {p.tid},\n    "ts": {ts}, "dur": {dur},\n    "args": {{\n      {ext}, '
+                    f'"tid": {tid},\n    "ts": {ts}, "dur": {dur},\n    "args": {{\n      {ext}, '
                     f'"Record function id": {(e.external_id or 0) + ext_base}, '
                     f'"Ev Idx": {self.ev_idx - 1}\n    }}\n  }}'
                 )
@@ -183,18 +184,20 @@ class _Writer:
                 args = f'{ext + ", " if ext else ""}"cbid": {e.api.cbid}, "correlation": {corr}'
                 yield (
                     f'  {{\n    "ph": "X", "cat": "cuda_runtime", "name": {self.name(e.api.name)}, "pid": {p.pid}, '
-                    f'"tid": {p.tid},\n    "ts": {ts}, "dur": {dur},\n    "args": {{\n      {args}\n    }}\n  }}'
+                    f'"tid": {tid},\n    "ts": {ts}, "dur": {dur},\n    "args": {{\n      {args}\n    }}\n  }}'
                 )
                 if e.api.flow and e.correlation in partners:
                     yield (
-                        f'  {{\n    "ph": "s", "id": {corr}, "pid": {p.pid}, "tid": {p.tid}, "ts": {ts},\n'
+                        f'  {{\n    "ph": "s", "id": {corr}, "pid": {p.pid}, "tid": {tid}, "ts": {ts},\n'
                         f'    "cat": "ac2g", "name": "ac2g"\n  }}'
                     )
                 continue
             common = f'"device": {e.device}, "context": {p.context}, "stream": {e.stream}, "correlation": {corr}'
             if e.kind == "kernel":
                 assert e.kernel is not None
-                args = f'{ext}, "queued": 0, {common}, {self.kernel_args(e.kernel)}'
+                args = f'{ext + ", " if ext else ""}"queued": 0, {common}, {self.kernel_args(e.kernel)}'
+                if e.graph_id is not None:
+                    args += f', "graph id": {e.graph_id}'
                 if e.comm is not None:
                     c = e.comm
                     args += (
@@ -207,7 +210,7 @@ class _Writer:
             elif e.kind in ("memcpy", "memset"):
                 nbytes = e.bytes or 0
                 bandwidth = repr(nbytes / (e.end_ns - e.start_ns)) if e.end_ns > e.start_ns else '"N/A"'
-                args = f'{ext}, {common}, "bytes": {nbytes}, "memory bandwidth (GB/s)": {bandwidth}'
+                args = f'{ext + ", " if ext else ""}{common}, "bytes": {nbytes}, "memory bandwidth (GB/s)": {bandwidth}'
             else:  # gpu_sync
                 label = "Stream Sync" if e.sync_kind == "stream_synchronize" else "Stream Wait Event"
                 wait = ""
@@ -248,6 +251,9 @@ def _metadata_events(timeline: Timeline, proc: ProcessInfo, ts: str) -> list[str
     meta("process_sort_index", proc.pid, 0, f'"sort_index": {proc.pid}')
     meta("thread_name", proc.pid, proc.tid, f'"name": "thread {proc.tid} ({proc.name})"')
     meta("thread_sort_index", proc.pid, proc.tid, f'"sort_index": {proc.tid}')
+    for tid, thread in proc.extra_threads:
+        meta("thread_name", proc.pid, tid, f'"name": "thread {tid} ({thread})"')
+        meta("thread_sort_index", proc.pid, tid, f'"sort_index": {tid}')
     for d in range(sc.node_gpus):
         meta("process_name", d, 0, f'"name": "{proc.name}"')
         meta("process_labels", d, 0, f'"labels": "GPU {d}"')

@@ -51,6 +51,8 @@ class ProcessInfo:
     device: int
     context: int
     name: str = "python3"
+    extra_threads: tuple[tuple[int, str], ...] = ()
+    """Other threads of the process that record CPU events, as (tid, thread name); the main thread is ``tid``."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,9 @@ class Timeline:
     processes: tuple[ProcessInfo, ...]
     templates: tuple[StepTemplate, ...]
     instances: tuple[StepInstance, ...]
+    nsys_cpu_ops: bool = False
+    """Write the ``cpu_op`` rows to nsys as NVTX ranges too (as ``torch.autograd.profiler.emit_nvtx()``
+    does), so that both formats hold the same CPU ranges; the simulator's timelines leave them out."""
 
     @property
     def capture_start_ns(self) -> int:
@@ -119,7 +124,7 @@ class Timeline:
             if not insts:
                 continue
             for proc in self.processes:
-                base = _base_frame(template.events[proc.rank], proc, view)
+                base = _base_frame(template.events[proc.rank], proc, view, self.nsys_cpu_ops)
                 if base.height == 0:
                     continue
                 frames.append(_tile(base, insts, proc.rank))
@@ -130,13 +135,13 @@ class Timeline:
         return conform(df.with_columns(pl.lit(source).alias("source")))
 
 
-def _base_frame(events: tuple[Event, ...], proc: ProcessInfo, view: View) -> pl.DataFrame:
-    rows = [e for e in events if in_view(e, view)]
+def _base_frame(events: tuple[Event, ...], proc: ProcessInfo, view: View, nsys_cpu_ops: bool) -> pl.DataFrame:
+    rows = [e for e in events if in_view(e, view, nsys_cpu_ops=nsys_cpu_ops)]
     on_gpu = [e.device is not None for e in rows]
     kernels = [e.kernel for e in rows]
     return pl.DataFrame(
         {
-            "kind": [e.kind for e in rows],
+            "kind": ["range" if view == "nsys" and e.kind == "cpu_op" else e.kind for e in rows],
             "start_ns": [e.start_ns for e in rows],
             "end_ns": [e.end_ns for e in rows],
             "name": [nsys_display_name(e) if view == "nsys" else e.name for e in rows],
@@ -161,6 +166,7 @@ def _base_frame(events: tuple[Event, ...], proc: ProcessInfo, view: View) -> pl.
             "block_z": [k.block[2] if k else None for k in kernels],
             "registers_per_thread": [k.registers_per_thread if k else None for k in kernels],
             "shared_memory_bytes": [k.shared_memory_bytes if k else None for k in kernels],
+            "graph_id": [e.graph_id for e in rows],
             "step_range": [e.step_range for e in rows],
             "_seq": [e.seq for e in rows],
         },
@@ -182,6 +188,7 @@ def _base_frame(events: tuple[Event, ...], proc: ProcessInfo, view: View) -> pl.
             "block_z": pl.Int32,
             "registers_per_thread": pl.Int32,
             "shared_memory_bytes": pl.Int64,
+            "graph_id": pl.Int64,
         },
     )
 

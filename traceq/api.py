@@ -19,9 +19,12 @@ from traceq import schema
 from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS, Analysis, Options
 from traceq.analyses import analyze as _analyze
 from traceq.analyses.job import analyze_job
+from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
-from traceq.analyses.model import JobAnalysis, Mfu
+from traceq.analyses.model import Mfu
+from traceq.analyses.unlaunched import launch_coverage
 from traceq.cache import Cache
+from traceq.comm_kernels import check_patterns
 from traceq.errors import InvalidArgumentError
 from traceq.executors import ExecutorSpec
 from traceq.importers import Format
@@ -47,15 +50,44 @@ __all__ = [
 
 
 def info(trace: Trace) -> dict[str, Any]:
-    """A JSON-ready summary of a trace: its sources, per-kind row counts and import statistics."""
+    """A JSON-ready summary of a trace: its sources, per-kind row counts, import statistics, and per
+    source how many GPU activities have no launching call (``launch_coverage``: ``docs/importers.md``)."""
     return {
         "schema_version": schema.SCHEMA_VERSION,
         "sources": [s.to_dict() for s in trace.meta.sources],
         "rows": trace.events.height,
         "kinds": trace.kind_counts(),
         "import_stats": trace.import_stats.to_list(),
+        "launch_coverage": launch_coverage(trace.events).to_dicts(),
         "warnings": list(trace.meta.warnings),
     }
+
+
+def _options(
+    step_pattern: str,
+    max_gaps: int,
+    top_kernels: int,
+    *,
+    input_pattern: str | None,
+    all_steps: bool,
+    comm_patterns: Sequence[str],
+    default_comm_patterns: bool,
+) -> Options:
+    """The :class:`Options` of the keyword arguments, the user's regexes checked first."""
+    if isinstance(comm_patterns, str):
+        comm_patterns = (comm_patterns,)
+    check_patterns(comm_patterns, "comm pattern")
+    if input_pattern is not None:
+        check_patterns((input_pattern,), "input pattern")
+    return Options(
+        step_pattern,
+        max_gaps,
+        top_kernels,
+        input_pattern=input_pattern,
+        all_steps=all_steps,
+        comm_patterns=tuple(comm_patterns),
+        default_comm_patterns=default_comm_patterns,
+    )
 
 
 def analyze(
@@ -64,13 +96,28 @@ def analyze(
     step_pattern: str = DEFAULT_STEP_PATTERN,
     max_gaps: int = DEFAULT_MAX_GAPS,
     top_kernels: int = DEFAULT_TOP_KERNELS,
+    input_pattern: str | None = None,
+    all_steps: bool = False,
+    comm_patterns: Sequence[str] = (),
+    default_comm_patterns: bool = True,
 ) -> Analysis:
     """Per device and step: compute, communication, exposed communication, idle time by cause.
 
     Definitions: ``docs/analyses.md``.  ``max_gaps`` bounds ``Analysis.gaps`` (longest first;
-    ``Analysis.gap_table`` keeps every gap); ``top_kernels`` bounds ``Analysis.kernels``.
+    ``Analysis.gap_table`` keeps every gap); ``top_kernels`` bounds ``Analysis.kernels``;
+    ``input_pattern``, ``all_steps``, ``comm_patterns`` and ``default_comm_patterns`` as
+    :func:`report`.
     """
-    return _analyze(trace.events, Options(step_pattern, max_gaps, top_kernels))
+    options = _options(
+        step_pattern,
+        max_gaps,
+        top_kernels,
+        input_pattern=input_pattern,
+        all_steps=all_steps,
+        comm_patterns=comm_patterns,
+        default_comm_patterns=default_comm_patterns,
+    )
+    return _analyze(trace.events, options)
 
 
 def job(trace: Trace, analysis: Analysis) -> JobAnalysis | None:
@@ -101,6 +148,10 @@ def report(
     step_pattern: str = DEFAULT_STEP_PATTERN,
     max_gaps: int = DEFAULT_MAX_GAPS,
     top_kernels: int = DEFAULT_TOP_KERNELS,
+    input_pattern: str | None = None,
+    all_steps: bool = False,
+    comm_patterns: Sequence[str] = (),
+    default_comm_patterns: bool = True,
     model: ModelSpec | None = None,
     gpus: int | None = None,
     peak_tflops: float | None = None,
@@ -117,8 +168,22 @@ def report(
     each file is read and summarised by a worker on ``executor`` (as :func:`load`'s), and no process
     holds more than one file's events; the report is the same as that of the loaded job.  ``fmt``,
     ``cache`` and ``executor`` say how to read files, so they are for paths only.
+
+    ``input_pattern``: a regex naming the user's own data-loading ranges (besides PyTorch's
+    DataLoader); ``all_steps``: keep warm-up steps in the steady state; ``comm_patterns``: regexes of
+    more communication kernels, added to :data:`traceq.comm_kernels.DEFAULT_COMM_PATTERNS`, or
+    replacing them with ``default_comm_patterns=False`` (``docs/analyses.md``).  A pattern that is
+    no valid regex raises :class:`~traceq.errors.InvalidArgumentError` before anything is read.
     """
-    options = Options(step_pattern, max_gaps, top_kernels)
+    options = _options(
+        step_pattern,
+        max_gaps,
+        top_kernels,
+        input_pattern=input_pattern,
+        all_steps=all_steps,
+        comm_patterns=comm_patterns,
+        default_comm_patterns=default_comm_patterns,
+    )
     if not isinstance(trace, Trace):
         return report_paths(
             trace, options, model=model, gpus=gpus, peak_tflops=peak_tflops, fmt=fmt, cache=cache, executor=executor

@@ -256,6 +256,25 @@ def default_html_path(paths: tuple[Path, ...]) -> Path:
     show_default=True,
     help="Kernels listed, by total GPU time.",
 )
+@click.option(
+    "--input-pattern",
+    metavar="REGEX",
+    default=None,
+    help="Regex naming your own data-loading ranges (NVTX, record_function), besides PyTorch's DataLoader.",
+)
+@click.option("--all-steps", is_flag=True, help="Keep the warm-up steps in the steady state (findings, MFU).")
+@click.option(
+    "--comm-pattern",
+    "comm_patterns",
+    metavar="REGEX",
+    multiple=True,
+    help="Regex of more communication kernels, searched in the kernel name (repeatable; adds to the defaults).",
+)
+@click.option(
+    "--no-default-comm-patterns",
+    is_flag=True,
+    help="Count only --comm-pattern kernels as communication, not the default NCCL, DeepEP, ... list.",
+)
 @click.option("--params", type=float, default=None, help="MFU: parameters in matmuls (Ψ), e.g. 6.74e9.")
 @click.option("--layers", type=click.IntRange(min=1), default=None, help="MFU: transformer layers (L).")
 @click.option(
@@ -286,6 +305,10 @@ def report(
     step_pattern: str,
     max_gaps: int,
     top_kernels: int,
+    input_pattern: str | None,
+    all_steps: bool,
+    comm_patterns: tuple[str, ...],
+    no_default_comm_patterns: bool,
     params: float | None,
     layers: int | None,
     attn_width: int | None,
@@ -331,6 +354,10 @@ def report(
             step_pattern=step_pattern,
             max_gaps=max_gaps,
             top_kernels=top_kernels,
+            input_pattern=input_pattern,
+            all_steps=all_steps,
+            comm_patterns=comm_patterns,
+            default_comm_patterns=not no_default_comm_patterns,
             model=model,
             gpus=gpus,
             peak_tflops=peak_tflops,

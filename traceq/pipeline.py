@@ -33,8 +33,9 @@ from traceq import schema
 from traceq.analyses.collectives import align_and_match, collective_calls, with_exposed_waits
 from traceq.analyses.findings_base import FIRE_SHARE
 from traceq.analyses.job import per_rank_frame, summarise_job
+from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
-from traceq.analyses.model import Analysis, JobAnalysis, Mfu
+from traceq.analyses.model import Analysis, Mfu
 from traceq.analyses.options import Options
 from traceq.analyses.parts import (
     DetailRequest,

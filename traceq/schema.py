@@ -112,7 +112,14 @@ COLUMNS: Final[tuple[Column, ...]] = (
         True,
         "Links a `cuda_api` row to the GPU rows it launched; unique per (source, pid) only.",
     ),
-    Column("is_comm", pl.Boolean(), False, True, "Communication kernel (NCCL/RCCL collective)."),
+    Column(
+        "is_comm",
+        pl.Boolean(),
+        False,
+        True,
+        "Communication kernel (`traceq.comm_kernels` patterns: NCCL, RCCL, DeepEP, ...; or the trace's collective "
+        "metadata).",
+    ),
     Column("bytes", pl.Int64(), True, True, "Bytes copied or set (memcpy/memset rows)."),
     Column("copy_kind", COPY_KIND_DTYPE, True, True, "Copy direction (memcpy rows); `COPY_KINDS`."),
     Column("rank", pl.Int32(), True, True, "Distributed rank where the trace says it, else null."),

@@ -19,7 +19,7 @@ from traceq.analyses import analyze
 from traceq.analyses.clock import align_clocks, residual_skew_ns
 from traceq.analyses.collectives import collective_calls
 from traceq.analyses.job import analyze_job
-from traceq.analyses.model import JobAnalysis
+from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.steps import devices
 
 from ..builders import Row, kernel, table

@@ -28,14 +28,14 @@ from traceq.analyses.collectives import collective_calls, kind_expr
 from traceq.analyses.findings import find_findings
 from traceq.analyses.findings_base import FIRE_SHARE
 from traceq.analyses.job import CHANCE_LEVEL, LINK_WAIT_SHARE, MATERIAL_SHARE, analyze_job, summarise_job
-from traceq.analyses.model import ClockAlignment, JobAnalysis
+from traceq.analyses.job_model import ClockAlignment, JobAnalysis
 from traceq.analyses.steps import devices
 
 from ..builders import Row, kernel, step, table
+from ..spans import length_in, merge, subtract
 
 ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 ALL_GATHER = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
-Span = tuple[int, int]
 
 
 def kind_of(name: str) -> str:
@@ -73,36 +73,6 @@ class Ref:
     wait_share: float
     exposed_comm_share: float
     comm_calls: int
-
-
-def merge(spans: list[Span]) -> list[Span]:
-    out: list[Span] = []
-    for s, e in sorted(x for x in spans if x[1] > x[0]):
-        if out and s <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], e))
-        else:
-            out.append((s, e))
-    return out
-
-
-def length_in(spans: list[Span], windows: list[Span]) -> int:
-    """|U(spans) ∩ U(windows)| by merging both and walking every pair."""
-    return sum(max(0, min(e, we) - max(s, ws)) for s, e in merge(spans) for ws, we in merge(windows))
-
-
-def subtract(a: list[Span], b: list[Span]) -> list[Span]:
-    out = []
-    for s, e in merge(a):
-        cur = s
-        for bs, be in merge(b):
-            if be <= cur or bs >= e:
-                continue
-            if bs > cur:
-                out.append((cur, bs))
-            cur = max(cur, be)
-        if cur < e:
-            out.append((cur, e))
-    return out
 
 
 def reference(events: pl.DataFrame, offsets: dict[str, int] | None = None, kind: Callable[[str], str] = kind_of) -> Ref:
@@ -524,8 +494,12 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], P
 
 
 def numbers(job: JobAnalysis) -> dict[str, Any]:
-    """The job's numbers without what names files, processes or ranks (or how clocks were aligned)."""
-    per_file = {"source", "rank", "pid"}
+    """The job's numbers without what names files, processes or ranks (or how clocks were aligned),
+    and without the host-state idle, which reads the CPU records each format keeps (Kineto's ops,
+    nsys's NVTX ranges and runtime calls) and so differs by a few µs per step between formats (what
+    the host state says, ``late_because``, is compared)."""
+    host = {"host_idle_ns_per_step", "host_excess_ns_per_step", "late_because_ns_per_step"}
+    per_file = {"source", "rank", "pid", *host}
     return {
         "collectives": [c.__dict__ for c in job.collectives],
         "ranks": [{k: v for k, v in r.__dict__.items() if k not in per_file} for r in job.ranks],

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 import pytest
 
@@ -27,44 +26,11 @@ from traceq.analyses.model import SEVERITIES, Analysis, Finding
 
 from ..builders import Row, api, kernel, launch, memcpy, nccl, step, table
 from ..conftest import SHARED_TRACES
-
-Span = tuple[int, int]
+from ..spans import Span, length_in, merge, subtract
+from .attribution_oracle import Device, attribute
+from .attribution_oracle import Gap as OracleGap
 
 # --- independent references ----------------------------------------------------------------------
-
-
-def merge(spans: list[Span]) -> list[Span]:
-    out: list[Span] = []
-    for s, e in sorted(x for x in spans if x[1] > x[0]):
-        if out and s <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], e))
-        else:
-            out.append((s, e))
-    return out
-
-
-def length_in(spans: list[Span], windows: list[Span]) -> int:
-    """|U(spans) ∩ U(windows)| by merging both and walking the pairs."""
-    total = 0
-    for s, e in merge(spans):
-        for ws, we in merge(windows):
-            total += max(0, min(e, we) - max(s, ws))
-    return total
-
-
-def subtract(a: list[Span], b: list[Span]) -> list[Span]:
-    out = []
-    for s, e in merge(a):
-        cur = s
-        for bs, be in merge(b):
-            if be <= cur or bs >= e:
-                continue
-            if bs > cur:
-                out.append((cur, bs))
-            cur = max(cur, be)
-        if cur < e:
-            out.append((cur, e))
-    return out
 
 
 def spans(frame: pl.DataFrame) -> list[Span]:
@@ -175,31 +141,54 @@ def test_findings_are_sorted_by_severity_then_share_then_id() -> None:
 # --- the numbers, against independent computations -----------------------------------------------
 
 
+def oracle_of(name: str) -> Device:
+    """The attribution oracle's one device of preset ``name`` (nsys view)."""
+    (device,) = attribute(run(name)[0]).values()
+    return device
+
+
+def in_windows(gaps: list[OracleGap], windows: list[Span]) -> list[OracleGap]:
+    return [g for g in gaps if length_in([(g.start_ns, g.end_ns)], windows) > 0]
+
+
 def test_launch_bound_numbers() -> None:
     events, analysis, found = run("launch_bound")
     f = found["launch_bound"]
     (device,) = analysis.devices
     pid = pid_of_rank("launch_bound", 0)
-    gaps = analysis.gap_table.filter((pl.col("cause") == "launch") & (pl.col("in_steps_ns") > 0))
-    assert f.metrics["launch_idle_ns"] == device.idle_by_cause_ns["launch"] == gaps["in_steps_ns"].sum()
-    assert f.metrics["step_ns"] == sum(e - s for s, e in windows_of(events, pid))
-    assert f.share == pytest.approx(f.metrics["launch_idle_ns"] / f.metrics["step_ns"])
-    assert f.metrics["launch_gaps"] == gaps.height
-    t_k = round(statistics.median((gaps["next_end_ns"] - gaps["next_start_ns"]).to_list()))
+    win = windows_of(events, pid)
+    oracle = oracle_of("launch_bound")
+    # the cost: launch idle, plus CPU idle inside idle intervals under 100 µs that end at a kernel
+    short = [g for g in oracle.gaps if g.end_ns - g.start_ns < 100_000 and g.next and g.next["kind"] == "kernel"]
+    launch_ns = sum(w.causes_ns["launch"] for w in oracle.windows)
+    overhead = launch_ns + sum(g.causes_ns["cpu"] for g in short)  # every short gap lies inside a step here
+    assert f.metrics["launch_idle_ns"] == device.steady.idle_by_cause_ns["launch"] == launch_ns
+    assert f.metrics["overhead_idle_ns"] == overhead
+    assert f.metrics["step_ns"] == sum(e - s for s, e in win)
+    assert f.share == pytest.approx(overhead / f.metrics["step_ns"])
+    launch_gaps = [
+        g for g in in_windows(oracle.gaps, win) if g.causes_ns["launch"] or (g in short and g.causes_ns["cpu"])
+    ]
+    assert f.metrics["launch_gaps"] == len(launch_gaps)
+    kernels = rows_on(events, pid, ("kernel",)).filter(~pl.col("is_comm"))
+    t_k = round(statistics.median(e - s for s, e in spans(kernels) if length_in([(s, e)], win) > 0))
     assert f.metrics["t_k_ns"] == t_k
     # t_cpu: the launching thread's calls that put work on the GPU, inside the steps, in order.
     launched = set(rows_on(events, pid, ("kernel", "memcpy", "memset"))["correlation"].to_list())
     calls = events.filter((pl.col("kind") == "cuda_api") & (pl.col("pid") == pid))
     starts = sorted(
         s
-        for s, c in zip(calls["start_ns"].to_list(), calls["correlation"].to_list(), strict=True)
-        if c in launched and any(ws <= s < we for ws, we in windows_of(events, pid))
+        for s, e, c in zip(
+            calls["start_ns"].to_list(), calls["end_ns"].to_list(), calls["correlation"].to_list(), strict=True
+        )
+        if c in launched and length_in([(s, e)], win) > 0
     )
     t_cpu = round(statistics.median(b - a for a, b in itertools.pairwise(starts)))
     assert f.metrics["t_cpu_ns"] == t_cpu
     assert f.metrics["busy_bound"] == pytest.approx(t_k / max(t_k, t_cpu))
     assert t_cpu > t_k  # the planted problem: the CPU is slower per launch than the GPU per kernel
     assert f"{t_k / max(t_k, t_cpu):.0%}" in f.evidence[0].text
+    assert device.regime is not None and device.regime.verdict == "overhead-bound"
     check_title(f, "(rank 0, GPU 0)")
 
 
@@ -207,18 +196,22 @@ def test_host_sync_numbers() -> None:
     events, analysis, found = run("host_sync")
     f = found["host_sync"]
     (device,) = analysis.devices
-    gaps = analysis.gap_table.filter((pl.col("cause") == "sync") & (pl.col("in_steps_ns") > 0))
-    assert f.metrics["sync_idle_ns"] == device.idle_by_cause_ns["sync"] == gaps["in_steps_ns"].sum()
+    oracle = oracle_of("host_sync")
+    sync_ns = sum(w.causes_ns["sync"] for w in oracle.windows)
+    assert f.metrics["sync_idle_ns"] == device.idle_by_cause_ns["sync"] == sync_ns
     assert f.metrics["step_ns"] == device.dur_ns
-    assert f.share == pytest.approx(device.idle_by_cause_ns["sync"] / device.dur_ns)
-    # One `.item()` after each of the 4 forward layers, in each of the 4 steps; the per-step
-    # loss.item() at the end of a step is followed by the next step's input copy, not a sync gap.
+    assert f.share == pytest.approx(sync_ns / device.dur_ns)
+    # One `.item()` after each of the 4 forward layers, in each of the 4 steps, and the step's own
+    # loss.item() at its end, whose drained queue the next step's data loading keeps empty (the
+    # idle after it is part sync, part input): 5 idle intervals with sync ns per step.
     layers, steps = preset("host_sync").layers, preset("host_sync").steps
-    assert f.metrics["sync_gaps"] == layers * steps
-    assert f.metrics["sync_gaps_per_step"] == layers
+    win = windows_of(events, pid_of_rank("host_sync", 0))
+    with_sync = [g for g in in_windows(oracle.gaps, win) if g.causes_ns["sync"]]
+    assert f.metrics["sync_gaps"] == len(with_sync) == (layers + 1) * steps
+    assert f.metrics["sync_gaps_per_step"] == layers + 1
     syncs = events.filter((pl.col("kind") == "cuda_api") & (pl.col("name") == "cudaStreamSynchronize"))
     assert syncs.height == (layers + 1) * steps
-    assert f"{layers:.1f} per step" in f.evidence[0].text
+    assert f"{layers + 1:.1f} per step" in f.evidence[0].text
     assert f"{layers + 1:.1f} such calls per step" in f.evidence[0].text
     assert f.evidence[0].name == "cudaStreamSynchronize"
     check_title(f, "(rank 0, GPU 0)")
@@ -228,15 +221,22 @@ def test_input_stall_numbers() -> None:
     events, analysis, found = run("input_stall")
     f = found["input_stall"]
     (device,) = analysis.devices
-    assert f.metrics["input_idle_ns"] == device.idle_by_cause_ns["input"]
-    assert f.share == pytest.approx(device.idle_by_cause_ns["input"] / device.dur_ns)
-    htod = events.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "HtoD"))
+    oracle = oracle_of("input_stall")
+    input_ns = sum(w.causes_ns["input"] for w in oracle.windows)
+    assert f.metrics["input_idle_ns"] == device.idle_by_cause_ns["input"] == input_ns
+    assert f.share == pytest.approx(input_ns / device.dur_ns)
+    pid = pid_of_rank("input_stall", 0)
+    win = windows_of(events, pid)
+    loaders = events.filter(
+        (pl.col("kind") == "range")
+        & pl.col("name").cast(pl.String).str.starts_with("enumerate(DataLoader)#")
+        & (pl.col("pid") == pid)
+    )
+    # seed 000's "how to confirm": the idle time matches the loader wait (here, to the ns)
+    assert f.metrics["loader_wait_ns"] == length_in(spans(loaders), win) == input_ns
     steps = preset("input_stall").steps
-    assert htod.height == steps
-    # Every step's batch copy waits behind an idle GPU, except the first (no activity before it).
-    assert f.metrics["input_gaps"] == steps - 1
-    assert f.metrics["htod_bytes"] == (steps - 1) * 16 * 2**20
-    assert "16.0 MiB" in f.evidence[1].text
+    assert f.metrics["input_gaps"] == len([g for g in in_windows(oracle.gaps, win) if g.causes_ns["input"]]) == steps
+    assert any("(100% of the loader's wait)" in e.text for e in f.evidence)
     check_title(f, "(rank 0, GPU 0)")
 
 
@@ -281,28 +281,28 @@ def test_memory_bound_numbers() -> None:
 
 
 def test_small_kernels_numbers() -> None:
-    events, analysis, found = run("small_kernels")
+    events, _, found = run("small_kernels")
     f = found["small_kernels"]
     pid = pid_of_rank("small_kernels", 0)
     win = windows_of(events, pid)
-    kernels = rows_on(events, pid, ("kernel",)).filter(~pl.col("is_comm"))
-    short = [(s, e) for s, e in spans(kernels) if e - s < 10_000]
-    gaps = analysis.gap_table.filter(
-        (pl.col("cause") == "launch")
-        & (pl.col("dur_ns") < 100_000)
-        & (pl.col("next_kind") == "kernel")
-        & (pl.col("next_end_ns") - pl.col("next_start_ns") < 10_000)
-    )
-    cost = length_in(short + spans(gaps), win)
+    oracle = oracle_of("small_kernels")
+    # short idle intervals with launch ns whose next kernel is short, and those kernels
+    gaps = [
+        g
+        for g in oracle.gaps
+        if g.causes_ns["launch"]
+        and g.end_ns - g.start_ns < 100_000
+        and g.next is not None
+        and g.next["kind"] == "kernel"
+        and g.next["end_ns"] - g.next["start_ns"] < 10_000
+    ]
+    short = [(g.next["start_ns"], g.next["end_ns"]) for g in gaps if g.next is not None]
+    gap_spans = [(g.start_ns, g.end_ns) for g in gaps]
+    cost = length_in(short + gap_spans, win)
     assert f.metrics["small_kernel_cost_ns"] == cost
     assert f.metrics["short_kernel_ns"] == length_in(short, win)
-    assert f.metrics["short_launch_gap_ns"] == length_in(spans(gaps), win)
+    assert f.metrics["short_launch_gap_ns"] == length_in(gap_spans, win)
     assert f.share == pytest.approx(cost / sum(e - s for s, e in win))
-    in_steps = [(s, e) for s, e in spans(kernels) if any(s < we and e > ws for ws, we in win)]
-    n_short = sum(1 for s, e in in_steps if e - s < 10_000)
-    assert (f.metrics["kernels"], f.metrics["short_kernels"]) == (len(in_steps), n_short)
-    assert f.metrics["median_kernel_ns"] == float(np.median([e - s for s, e in in_steps]))
-    check_title(f, f"{n_short / len(in_steps):.0%} of kernels", "(rank 0, GPU 0)")
 
 
 def test_straggler_names_rank_2_and_the_wait_it_costs() -> None:
@@ -378,29 +378,46 @@ STEP_NS = 1_000_000
 
 
 def launch_gap(cost: int) -> list[Row]:
-    """Kernel, then a gap of ``cost`` ns whose next kernel was launched late (cause ``launch``)."""
+    """Kernel, then ``cost`` ns idle in which the host is issuing the next kernel: its launch call
+    starts as the GPU drains and returns 1 µs (the launch latency) before the kernel starts; so
+    every idle ns is ``launch``."""
     b = 500_000 + cost
     return [
         step(0, STEP_NS),
         launch(0, 1_000, corr=1),
         kernel(0, 500_000, corr=1),
-        launch(b - 2_000, b - 1_000, corr=2),
+        launch(500_000, b - 1_000, corr=2),
         kernel(b, STEP_NS, corr=2),
     ]
 
 
 def sync_gap(cost: int) -> list[Row]:
-    """As :func:`launch_gap`, with a cudaStreamSynchronize returning inside the gap (cause ``sync``)."""
-    return [*launch_gap(cost), api("cudaStreamSynchronize", 300_000, 500_500)]
-
-
-def input_gap(cost: int) -> list[Row]:
-    """A gap of ``cost`` ns ended by a host-to-device copy (cause ``input``)."""
+    """Kernel, then ``cost`` ns idle after a cudaStreamSynchronize that waited for it (blocked 300 µs
+    into the kernel, returning 500 ns after it): blocked, then refilling the queue it drained, until
+    the next kernel; so every idle ns is ``sync``."""
     b = 500_000 + cost
     return [
         step(0, STEP_NS),
         launch(0, 1_000, corr=1),
         kernel(0, 500_000, corr=1),
+        api("cudaStreamSynchronize", 300_000, 500_500),
+        launch(b - 2_000, b - 1_000, corr=2),
+        kernel(b, STEP_NS, corr=2),
+    ]
+
+
+LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def input_gap(cost: int) -> list[Row]:
+    """Kernel, then ``cost`` ns in the data loader, then 2 µs to queue the batch's host-to-device copy
+    (``launch``): ``cost`` ns of ``input``."""
+    b = 500_000 + cost + 2_000
+    return [
+        step(0, STEP_NS),
+        launch(0, 1_000, corr=1),
+        kernel(0, 500_000, corr=1),
+        step(500_000, 500_000 + cost, name=LOADER),
         api("cudaMemcpyAsync", b - 2_000, b - 1_000, corr=2),
         memcpy(b, STEP_NS, "HtoD", corr=2),
     ]
@@ -503,7 +520,11 @@ def test_the_boundary_timelines_measure_what_they_claim() -> None:
     """Cross-check the hand-built costs with the breakdown itself."""
     events = table(*launch_gap(100_000))
     (d,) = analyze(events).devices
-    assert (d.dur_ns, d.idle_by_cause_ns["launch"]) == (STEP_NS, 100_000)
+    assert (d.dur_ns, d.idle_by_cause_ns["launch"], d.idle_ns) == (STEP_NS, 100_000, 100_000)
+    (d,) = analyze(table(*sync_gap(100_000))).devices
+    assert (d.idle_by_cause_ns["sync"], d.idle_ns) == (100_000, 100_000)
+    (d,) = analyze(table(*input_gap(100_000))).devices
+    assert (d.idle_by_cause_ns["input"], d.idle_by_cause_ns["launch"], d.idle_ns) == (100_000, 2_000, 102_000)
     events = table(*exposed(19_000))
     (d,) = analyze(events).devices
     assert d.exposed_comm_ns == 19_000

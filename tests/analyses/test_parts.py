@@ -73,5 +73,6 @@ def test_the_summary_holds_what_the_merge_needs() -> None:
     assert [t.windows for t in part.totals] == [1, 1] and len(part.steps) == 2
     assert set(part.rankings) == {rule.id for rule in RANKED_RULES}
     assert [dev for _, dev in part.rankings["launch_bound"]] == [1, 0]  # the worst first
-    assert part.comm_kernels.is_empty() and part.gaps_total == part.longest_gaps.height == 2
+    # idle intervals: device 0 before 2 µs, 10-12 µs, after 20 µs; device 1 before 20 µs, 30-70, after 90
+    assert part.comm_kernels.is_empty() and part.gaps_total == part.longest_gaps.height == 6
     assert part.kernel_totals.get_column("count").sum() == 4

@@ -16,8 +16,13 @@ from traceq.report.html.charts_timeline import timeline_rows
 from ..builders import api, kernel, launch, memcpy, nccl, step, table
 
 # One process on GPU 0.  Steps: [0, 1000) 1.0 µs, [1000, 2500) 1.5 µs, [2500, 3600) 1.1 µs; the
-# median is step 2.  Gaps: [900, 950) other, [1400, 1500) launch, [2000, 2700) sync,
-# [3000, 3100) input, [3200, 3300) unknown.
+# median is step 2.  Launch latency 40 ns (the smallest start-after-launch: gemm_a, the copy).
+# Gaps (dominant cause): [0, 100) launch (from gemm_a's launch at 50; before it, CPU work in the
+# step), [900, 950) dependency (gemm_b was launched at 95, long before), [1400, 1500) launch,
+# [2000, 2700) sync (blocked in cudaStreamSynchronize 2050-2600), [3000, 3100) launch (the copy's
+# cudaMemcpyAsync at 3050: no data loader is recorded, so this is no input stall), [3200, 3300)
+# cpu (no launch is recorded for the kernel: the thread that issued the copy before it was inside
+# its step).
 EVENTS = table(
     step(0, 1000, 0),
     step(1000, 2500, 1),
@@ -40,7 +45,7 @@ EVENTS = table(
 def _steps(*durations: int) -> list[StepBreakdown]:
     out, start = [], 0
     for i, dur in enumerate(durations):
-        out.append(StepBreakdown(None, 0, 1, i, f"step{i}", start, start + dur, dur, 0, 0, 0, dur, {}))
+        out.append(StepBreakdown(None, 0, 1, i, f"step{i}", start, start + dur, dur, 0, 0, 0, dur, {}, False))
         start += dur
     return out
 
@@ -70,9 +75,19 @@ def test_one_step_window_holds_its_bars_clipped_and_its_gaps_with_labels() -> No
     assert excerpt.bars_total == 3
     gaps = [(g.start_ns, g.end_ns, g.cause, g.label) for g in excerpt.gaps]
     assert gaps == [
-        (2500, 2700, "sync", "sync: cudaStreamSynchronize ended 12 ns before cudaLaunchKernel"),
-        (3000, 3100, "input", "input: waited for [CUDA memcpy HtoD] (cudaMemcpyAsync)"),
-        (3200, 3300, "unknown", "unknown: no launch recorded for no_launch_recorded"),
+        (
+            2500,
+            2700,
+            "sync",
+            "sync: cudaStreamSynchronize returned 12 ns before cudaLaunchKernel; also cpu 9%, launch 7%, dependency 6%",
+        ),
+        (3000, 3100, "launch", "launch: cudaMemcpyAsync called 50 ns into the gap; also cpu 50%"),
+        (
+            3200,
+            3300,
+            "cpu",
+            "cpu: no launch recorded for no_launch_recorded; the host that last fed the GPU ran CPU work",
+        ),
     ]
 
 
@@ -82,9 +97,14 @@ def test_three_steps_show_every_stream_and_every_cause() -> None:
     assert (excerpt.start_ns, excerpt.end_ns) == (0, 3600)
     assert {b.kind for b in excerpt.bars} == {"kernel", "comm", "memcpy"}
     assert [b.stream for b in excerpt.bars if b.kind == "comm"] == [20]
-    labels = {g.cause: g.label for g in excerpt.gaps}
-    assert labels["other"] == "other: cudaLaunchKernel returned 805 ns before the gap"
-    assert labels["launch"] == "launch: cudaLaunchKernel called 20 ns into the gap"
+    labels = {(g.start_ns, g.cause): g.label for g in excerpt.gaps}
+    assert labels[(900, "dependency")] == (
+        "dependency: cudaLaunchKernel returned 805 ns before the gap; the queued work waited (another stream, an "
+        "event, a peer)"
+    )
+    assert labels[(1400, "launch")] == (
+        "launch: cudaLaunchKernel called 20 ns into the gap; also cpu 20%, dependency 10%"
+    )
     assert timeline_rows(excerpt) == ["GPU 0 · idle gaps", "GPU 0 · stream 7", "GPU 0 · stream 20"]
 
 
@@ -93,6 +113,8 @@ def test_without_step_ranges_the_window_is_the_whole_activity() -> None:
     excerpt = timeline_excerpt(events, analyze(events))
     assert excerpt is not None
     assert (excerpt.start_ns, excerpt.end_ns, excerpt.steps) == (10, 60, ("(whole trace)",))
+    # the launch at 30 returned at 35; the kernel started 5 ns later (the latency): all launch, from
+    # its start; before it (20-30) nothing is recorded on the thread (no step range): unknown
     assert [(g.start_ns, g.end_ns, g.cause) for g in excerpt.gaps] == [(20, 40, "launch")]
 
 

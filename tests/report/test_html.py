@@ -256,7 +256,7 @@ def test_a_report_without_a_timeline_says_so(samples: Path) -> None:
 
 def test_mfu_section_when_present(samples: Path) -> None:
     report = sample_report(samples / "training_step.nsys.sqlite")
-    steps = tuple(MfuStep(None, 0, s.step, s.dur_ns, 0.41, 0.52) for s in report.steps)
+    steps = tuple(MfuStep(None, 0, s.step, s.dur_ns, 0.41, 0.52, False) for s in report.steps)
     mfu = Mfu(6e9, 8e9, 4096.0, 1, 989e12, "NVIDIA H100 80GB HBM3", 0.41, 0.52, steps)
     page = render_html(dataclasses.replace(report, mfu=mfu), cdn=True)
     ids = re.findall(r'<section id="([a-z]+)">', page)

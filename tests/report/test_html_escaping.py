@@ -38,6 +38,8 @@ VOCABULARY: Final = {
     ("DeviceBreakdown", "idle_by_cause_ns"),
     ("DeviceBreakdown", "gaps_by_cause"),
     ("StepBreakdown", "idle_by_cause_ns"),
+    ("SteadyState", "idle_by_cause_ns"),
+    ("Gap", "causes_ns"),
 }
 """String fields (and mappings keyed by gap cause) whose values traceq chooses from a fixed list,
 as ``FIELD_ENUMS`` declares for the others: the page picks colours and rows by them, and no trace
@@ -139,7 +141,7 @@ def rich_report(samples: Path) -> Report:
     finding = Finding(
         "input_stall", "high", "Input stall", 0.2, {"idle_ns": 1e6, "idle_share": 0.2}, (evidence,), "Fix it."
     )
-    steps = tuple(MfuStep(s.rank, s.device, s.step, s.dur_ns, 0.4, 0.5) for s in report.steps)
+    steps = tuple(MfuStep(s.rank, s.device, s.step, s.dur_ns, 0.4, 0.5, False) for s in report.steps)
     files = (dataclasses.replace(report.source.files[0], warnings=("a warning",)), *report.source.files[1:])
     job = dataclasses.replace(report.job, clock=dataclasses.replace(report.job.clock, method="collective_end"))
     return dataclasses.replace(

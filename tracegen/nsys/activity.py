@@ -5,9 +5,12 @@
 interned in ``StringIds`` with their ``_v3020``-style suffix and ``eventClass`` 0; ids per process
 (:func:`~tracegen.nsys.ids.global_pid`, :func:`~tracegen.nsys.ids.global_tid`);
 ``ProfilerStep#N`` and the other ``record_function`` ranges as NVTX push/pop ranges (``eventType``
-59) with inline ``text``; one ``CUPTI_ACTIVITY_KIND_SYNCHRONIZATION`` row per
+59) with inline ``text`` (the ``cpu_op`` rows too when
+:attr:`~tracegen.timeline.Timeline.nsys_cpu_ops` is set, as ``emit_nvtx`` writes them), each on
+the thread that recorded it; one ``CUPTI_ACTIVITY_KIND_SYNCHRONIZATION`` row per
 ``cudaStreamSynchronize``/``cudaStreamWaitEvent``, linked by ``correlationId`` (``syncType`` 3
-and 2, the 2026.2 numbering).  Rows go in a stable order, so the same timeline gives the same file.
+and 2, the 2026.2 numbering); a kernel's ``graphId`` when it ran in a CUDA graph.  Rows go in a stable
+order, so the same timeline gives the same file.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def _kernel_rows(
     for proc in procs:
         gpid = global_pid(proc.pid)
         grid_id = 1_000 + 7_919 * proc.rank
-        statics: dict[int, tuple[tuple[object, ...], tuple[object, ...]]] = {}
+        statics: dict[int, tuple[tuple[object, ...], tuple[object, ...], tuple[object, ...]]] = {}
         for off, corr, e in _instances(timeline, proc, "kernel"):
             k = e.kernel
             assert k is not None and e.correlation is not None
@@ -102,7 +105,8 @@ def _kernel_rows(
                         0,
                         _LOCAL_MEMORY_TOTAL,
                     ),
-                    (executed, None, 1 if smem > 49_152 else 0, None, None, None, None, 0, 0, 0, 0, 0, 0, None, "[]"),
+                    (executed, None, 1 if smem > 49_152 else 0, None, None, None),
+                    (0, 0, 0, 0, 0, 0, None, "[]"),
                 )
             grid_id += 1
             yield (
@@ -117,6 +121,8 @@ def _kernel_rows(
                 *parts[0],
                 grid_id,
                 *parts[1],
+                e.graph_id,
+                *parts[2],
             )
 
 
@@ -200,19 +206,19 @@ def _runtime_rows(
     timeline: Timeline, procs: Iterable[ProcessInfo], api_names: dict[str, int]
 ) -> Iterator[tuple[object, ...]]:
     for proc in procs:
-        gtid = global_tid(proc.pid, proc.tid)
         for off, corr, e in _instances(timeline, proc, "cuda_api"):
             assert e.api is not None and e.correlation is not None
+            gtid = global_tid(proc.pid, proc.tid if e.tid is None else e.tid)
             yield (e.start_ns + off, e.end_ns + off, 0, gtid, e.correlation + corr, api_names[e.api.nsys_name], 0, None)
 
 
 def _nvtx_rows(timeline: Timeline, procs: Iterable[ProcessInfo]) -> Iterator[tuple[object, ...]]:
+    kinds = ("range", "cpu_op") if timeline.nsys_cpu_ops else ("range",)
     for proc in procs:
-        gtid = global_tid(proc.pid, proc.tid)
         for inst, events in timeline.rank_steps(proc.rank):
             off = inst.offset_ns
             for e in events:
-                if e.kind != "range" or e.is_gpu_projection:
+                if e.kind not in kinds or e.is_gpu_projection:
                     continue
                 text = inst.step_name if e.step_range else e.name
                 yield (
@@ -223,7 +229,7 @@ def _nvtx_rows(timeline: Timeline, procs: Iterable[ProcessInfo]) -> Iterator[tup
                     None,
                     None,
                     text,
-                    gtid,
+                    global_tid(proc.pid, proc.tid if e.tid is None else e.tid),
                     None,
                     None,
                     0,

@@ -82,7 +82,8 @@ def write_target_info(
         ],
     )
     conn.executemany(
-        "INSERT INTO ThreadNames VALUES (?, 20, ?)", [(strings(p.name), global_tid(p.pid, p.tid)) for p in procs]
+        "INSERT INTO ThreadNames VALUES (?, 20, ?)",
+        [(strings(name), global_tid(p.pid, tid)) for p in procs for tid, name in ((p.tid, p.name), *p.extra_threads)],
     )
     conn.executemany(
         "INSERT INTO TARGET_INFO_GPU VALUES (" + ",".join("?" * 41) + ")",

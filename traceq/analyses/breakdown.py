@@ -14,37 +14,60 @@ t_step = t_compute + t_comm,exposed + t_idle).  Device totals are sums over its 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq.analyses.gaps import attribute_gaps, find_gaps
+from traceq.analyses.attribution import Attribution, attribute
+from traceq.analyses.comm import comm_kernel_stats, with_comm_flags
+from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled
+from traceq.analyses.idle import launches_by_device
 from traceq.analyses.model import (
     CAUSES,
     ActivityRef,
     Analysis,
     CallRef,
+    CommKernelStat,
     DeviceBreakdown,
     Gap,
     KernelStat,
+    Regime,
+    SteadyState,
     StepBreakdown,
     zero_by_cause,
 )
 from traceq.analyses.options import Options
+from traceq.analyses.regimes import regimes
 from traceq.analyses.steps import devices, gpu_rows, step_windows, with_dev
+from traceq.analyses.unlaunched import unlaunched_activity
+from traceq.analyses.warmup import with_warmup
 
 
 def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
     """Break every device's time down by step, attribute its idle gaps, rank its kernels
-    (``options``: the step pattern and how many gaps and kernels to list; default :class:`Options`)."""
+    (``options``: the step pattern, the communication kernels, how many gaps and kernels to list;
+    default :class:`Options`).  ``is_comm`` is recomputed first (:func:`~traceq.analyses.comm.with_comm_flags`)."""
     options = options or Options()
+    return analyze_flagged(with_comm_flags(events, options), options)
+
+
+def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
+    """:func:`analyze` of ``events`` whose ``is_comm`` already follows ``options`` (a job's parts flag
+    their table once and read it several times)."""
     device_table = devices(events)
-    windows = step_windows(events, device_table, options.step_pattern)
+    cpu = labelled(cpu_rows(events), step_pattern=options.step_pattern, input_pattern=options.input_pattern)
+    windows = with_warmup(
+        step_windows(events, device_table, options.step_pattern), _by_device(compile_ranges(cpu), device_table)
+    )
     activity = _activity(events, device_table)
-    gap_rows = attribute_gaps(find_gaps(activity), activity, events)
-    step_rows, gap_in_steps = _measure_windows(activity, windows, gap_rows, device_table.height)
+    launches = launches_by_device(cpu, activity)
+    attributed = attribute(cpu, activity, windows, launches, device_table.height, step_pattern=options.step_pattern)
+    gap_rows = attributed.gaps
+    step_rows, gap_in_steps = _measure_windows(activity, windows, attributed, device_table.height)
     gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
     info = device_table.select("dev", "rank", "pid", "device", "source")
     gap_table = (
@@ -53,16 +76,77 @@ def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
         .select("rank", "device", "pid", "source", *[c for c in gap_rows.columns if c not in ("dev",)])
     )
     totals = kernel_totals(events)
+    steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
+    regime = regimes(activity, steady, attributed.causes, gap_rows, launches, device_table.height)
+    extra = DeviceExtras(
+        latency_ns=attributed.latency_ns,
+        regime=regime,
+        unlaunched=_count_by_dev(with_dev(unlaunched_activity(events), device_table)),
+        comm_kernels=comm_kernel_stats(activity, options),
+        longest_cpu_ns=_longest_cpu_idle(attributed.causes, steady),
+    )
     return Analysis(
         step_pattern=options.step_pattern,
-        devices=_device_results(device_table, step_rows, gap_rows),
+        devices=_device_results(device_table, step_rows, gap_rows, extra, all_steps=options.all_steps),
         steps=_step_results(step_rows, device_table),
         gaps=longest_gaps(gap_table, options.max_gaps),
         kernels=top_kernels(totals, options.top_kernels),
         gap_table=gap_table,
         kernel_totals=totals,
-        windows=windows,
+        windows=windows.with_columns((pl.lit(options.all_steps) | ~pl.col("warmup")).alias("steady")),
+        idle_causes=attributed.causes,
+        options=options,
     )
+
+
+@dataclass(frozen=True)
+class DeviceExtras:
+    """Per dev, what a device's entry carries besides its window sums."""
+
+    latency_ns: Mapping[int, int]
+    regime: Mapping[int, Regime | None]
+    unlaunched: Mapping[int, int]
+    comm_kernels: Mapping[int, tuple[CommKernelStat, ...]]
+    longest_cpu_ns: Mapping[int, int]
+
+
+def _count_by_dev(rows: pl.DataFrame) -> dict[int, int]:
+    if rows.is_empty():
+        return {}
+    return {int(dev): int(n) for dev, n in rows.group_by("dev").len().iter_rows()}
+
+
+def _longest_cpu_idle(
+    causes: Mapping[int, Mapping[str, iv.Intervals]], steady: Mapping[int, iv.Intervals]
+) -> dict[int, int]:
+    """Per dev, the longest stretch of ``cpu`` idle inside its steady windows."""
+    out = {}
+    for dev, windows in steady.items():
+        cpu = causes.get(dev, {}).get("cpu")
+        if cpu is not None and len(cpu):
+            inside = iv.intersect(cpu, windows)
+            out[dev] = int(inside.lengths_ns().max()) if len(inside) else 0
+    return out
+
+
+def steady_windows(windows: pl.DataFrame, n_devices: int, *, all_steps: bool = False) -> dict[int, iv.Intervals]:
+    """Per dev, its steady step windows (merged): every window but the warm-up ones (all of them
+    with ``all_steps``)."""
+    kept = windows if all_steps else windows.filter(~pl.col("warmup"))
+    by_dev = _by_dev(kept, n_devices) if kept.height else {}
+    return {dev: iv.merge(iv.Intervals.from_frame(frame)) for dev, frame in by_dev.items()}
+
+
+def _by_device(
+    per_process: dict[tuple[str, int | None], iv.Intervals], device_table: pl.DataFrame
+) -> dict[int, iv.Intervals]:
+    """A per-(source, pid) set of intervals, for every device of that process."""
+    out = {}
+    for dev, source, pid in device_table.select("dev", "source", "pid").iter_rows():
+        found = per_process.get((source, pid))
+        if found is not None:
+            out[int(dev)] = found
+    return out
 
 
 ACTIVITY_COLUMNS = ("start_ns", "end_ns", "name", "kind", "stream", "correlation", "copy_kind", "is_comm")
@@ -75,16 +159,17 @@ def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
 
 
 def _measure_windows(
-    activity: pl.DataFrame, windows: pl.DataFrame, gap_rows: pl.DataFrame, n_devices: int
+    activity: pl.DataFrame, windows: pl.DataFrame, attributed: Attribution, n_devices: int
 ) -> tuple[pl.DataFrame, np.ndarray[Any, np.dtype[np.int64]]]:
     """Per-window measures (vectorised per device) and, per gap, its ns inside step windows."""
+    gap_rows = attributed.gaps
     window_parts: list[pl.DataFrame] = []
     gap_in_steps = np.zeros(gap_rows.height, np.int64)
     gap_dev = gap_rows.get_column("dev").to_numpy()
     gap_iv = iv.Intervals.from_frame(gap_rows)
     activity_by_dev = _by_dev(activity.select("dev", "start_ns", "end_ns", "is_comm"), n_devices)
     windows_by_dev = _by_dev(windows, n_devices)
-    causes = gap_rows.get_column("cause").to_numpy()
+    empty = iv.Intervals.empty()
     for dev in range(n_devices):
         acts = activity_by_dev[dev]
         win_frame = windows_by_dev[dev]
@@ -101,13 +186,12 @@ def _measure_windows(
             "idle_ns": win.lengths_ns() - iv.measure_in_windows(busy, win),
         }
         on_dev = gap_dev == dev
-        dev_gaps = iv.Intervals(gap_iv.start_ns[on_dev], gap_iv.end_ns[on_dev])
-        gap_in_steps[on_dev] = iv.overlap_with_windows(dev_gaps, win)
-        dev_causes = causes[on_dev]
+        gap_in_steps[on_dev] = iv.overlap_with_windows(
+            iv.Intervals(gap_iv.start_ns[on_dev], gap_iv.end_ns[on_dev]), win
+        )
+        causes = attributed.causes.get(dev, {})
         for cause in CAUSES:
-            of_cause = dev_causes == cause
-            chosen = iv.Intervals(dev_gaps.start_ns[of_cause], dev_gaps.end_ns[of_cause])
-            measures[f"idle_{cause}_ns"] = iv.measure_in_windows(chosen, win)
+            measures[f"idle_{cause}_ns"] = iv.measure_in_windows(causes.get(cause, empty), win)
         window_parts.append(win_frame.with_columns(pl.Series(k, v, dtype=pl.Int64) for k, v in measures.items()))
     steps = pl.concat(window_parts) if window_parts else pl.DataFrame()
     return steps, gap_in_steps
@@ -145,19 +229,36 @@ def _step_results(step_rows: pl.DataFrame, device_table: pl.DataFrame) -> tuple[
             exposed_comm_ns=int(row["exposed_comm_ns"]),
             idle_ns=int(row["idle_ns"]),
             idle_by_cause_ns=_by_cause(row),
+            warmup=bool(row["warmup"]),
         )
         for row in joined.iter_rows(named=True)
     )
 
 
 def _device_results(
-    device_table: pl.DataFrame, step_rows: pl.DataFrame, gap_rows: pl.DataFrame
+    device_table: pl.DataFrame,
+    step_rows: pl.DataFrame,
+    gap_rows: pl.DataFrame,
+    extra: DeviceExtras,
+    *,
+    all_steps: bool,
 ) -> tuple[DeviceBreakdown, ...]:
     if device_table.is_empty():
         return ()
+    measures = ("compute_ns", "comm_ns", "exposed_comm_ns", "idle_ns", *(f"idle_{c}_ns" for c in CAUSES))
+    steady = (
+        step_rows.filter(pl.lit(all_steps) | ~pl.col("warmup"))
+        .group_by("dev")
+        .agg(
+            pl.len().alias("s_windows"),
+            (pl.col("end_ns") - pl.col("start_ns")).sum().alias("s_dur_ns"),
+            *(pl.col(c).sum().alias(f"s_{c}") for c in measures),
+        )
+    )
     sums = step_rows.group_by("dev").agg(
         pl.len().alias("steps"),
         pl.col("window").first(),
+        pl.col("warmup").sum().alias("warmup_steps"),
         (pl.col("end_ns") - pl.col("start_ns")).sum().alias("dur_ns"),
         *[pl.col(c).sum() for c in ("compute_ns", "comm_ns", "exposed_comm_ns", "idle_ns")],
         *[pl.col(f"idle_{c}_ns").sum() for c in CAUSES],
@@ -167,9 +268,15 @@ def _device_results(
         .group_by("dev")
         .agg([(pl.col("cause") == c).sum().alias(f"gaps_{c}") for c in CAUSES])
     )
-    joined = device_table.join(sums, on="dev", how="left").join(counted, on="dev", how="left").sort("dev")
+    joined = (
+        device_table.join(sums, on="dev", how="left")
+        .join(steady, on="dev", how="left")
+        .join(counted, on="dev", how="left")
+        .sort("dev")
+    )
     out = []
     for row in joined.iter_rows(named=True):
+        dev = int(row["dev"])
         gaps_by_cause = zero_by_cause()
         gaps_by_cause.update({c: int(row[f"gaps_{c}"] or 0) for c in CAUSES})
         out.append(
@@ -190,6 +297,21 @@ def _device_results(
                 kernels=int(row["kernels"]),
                 memcpys=int(row["memcpys"]),
                 memsets=int(row["memsets"]),
+                warmup_steps=int(row["warmup_steps"] or 0),
+                steady=SteadyState(
+                    windows=int(row["s_windows"] or 0),
+                    dur_ns=int(row["s_dur_ns"] or 0),
+                    compute_ns=int(row["s_compute_ns"] or 0),
+                    comm_ns=int(row["s_comm_ns"] or 0),
+                    exposed_comm_ns=int(row["s_exposed_comm_ns"] or 0),
+                    idle_ns=int(row["s_idle_ns"] or 0),
+                    idle_by_cause_ns={c: int(row[f"s_idle_{c}_ns"] or 0) for c in CAUSES},
+                    longest_cpu_idle_ns=int(extra.longest_cpu_ns.get(dev, 0)),
+                ),
+                launch_latency_ns=int(extra.latency_ns.get(dev, 0)),
+                regime=extra.regime.get(dev),
+                unlaunched_activities=int(extra.unlaunched.get(dev, 0)),
+                comm_kernels=extra.comm_kernels.get(dev, ()),
             )
         )
     return tuple(out)
@@ -231,8 +353,12 @@ def longest_gaps(gap_table: pl.DataFrame, limit: int) -> tuple[Gap, ...]:
                 end_ns=int(row["end_ns"]),
                 dur_ns=int(row["dur_ns"]),
                 in_steps_ns=int(row["in_steps_ns"]),
+                kind=row["kind"],
                 cause=row["cause"],
-                next=ActivityRef(
+                causes_ns={c: int(row[f"{c}_ns"]) for c in CAUSES},
+                next=None
+                if row["next_start_ns"] is None
+                else ActivityRef(
                     name=row["next_name"],
                     kind=row["next_kind"],
                     stream=row["next_stream"],

@@ -32,7 +32,7 @@ from typing import Final
 
 import polars as pl
 
-from traceq.analyses.model import ClockAlignment
+from traceq.analyses.job_model import ClockAlignment
 
 MATCH_KEY: Final = ("kind", "channel", "seq")
 """Calls with equal values here, on different ranks, are one collective."""

@@ -28,7 +28,7 @@ import polars as pl
 from traceq import intervals as iv
 from traceq import schema
 from traceq.analyses.clock import MATCH_KEY, align_clocks, aligned
-from traceq.analyses.model import ClockAlignment
+from traceq.analyses.job_model import ClockAlignment
 
 KINDS: Final = (
     "AllReduce",

@@ -18,6 +18,7 @@ from typing import Final
 
 import polars as pl
 
+from traceq.analyses.comm import with_comm_flags
 from traceq.analyses.findings_base import (
     FIRE_SHARE,
     SEVERITY_BANDS,
@@ -47,7 +48,8 @@ from traceq.analyses.findings_rules import (
 )
 from traceq.analyses.findings_straggler import straggler
 from traceq.analyses.job import analyze_job
-from traceq.analyses.model import SEVERITIES, Analysis, Finding, JobAnalysis, Mfu
+from traceq.analyses.job_model import JobAnalysis
+from traceq.analyses.model import SEVERITIES, Analysis, Finding, Mfu
 
 RANKED_RULES: Final = (
     RankedRule("launch_bound", launch_idle_ns, launch_bound),
@@ -99,6 +101,7 @@ def find_findings(
     """
     if not analysis.devices:
         return ()
+    events = with_comm_flags(events, analysis.options)
     ctx = build_context(events, analysis, mfu, job)
     found: list[Finding | None] = []
     for rule in RANKED_RULES:
@@ -120,14 +123,19 @@ def rank_findings(findings: Iterable[Finding | None]) -> tuple[Finding, ...]:
 
 
 def _point_exposed_comm_at_straggler(found: dict[str, Finding]) -> None:
-    """When a straggler explains at least half of the exposed communication, say so in its fix:
-    overlapping the collectives cannot hide a wait for a slow rank."""
+    """When a straggler explains at least half of the exposed communication, the fix is the
+    straggler's, not overlap tuning: overlapping the collectives cannot hide a wait for a slow rank.
+    (Below half, the overlap advice stays, after a pointer to the straggler.)"""
     comm, slow = found.get("exposed_comm"), found.get("straggler")
     if comm is None or slow is None or slow.metrics["wait_share"] < 0.5 * comm.share:
         return
     rank = int(slow.metrics["slow_rank"])  # -1: the trace names no rank
     who = f"Rank {rank}" if rank >= 0 else f"GPU {int(slow.metrics['slow_device'])}"
+    why = "its host is late" if slow.metrics.get("host_late") else "it computes longer"
     found["exposed_comm"] = replace(
         comm,
-        fix=f"Most of this is waiting for a straggler ({who}; see the straggler finding): fix that first. " + comm.fix,
+        fix=(
+            f"Most of this is waiting for a straggler ({who}: {why}; see the straggler finding): fix that rank "
+            "first. Overlap tuning (bucket sizes, prefetching) cannot hide a wait for a late rank."
+        ),
     )

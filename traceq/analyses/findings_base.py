@@ -24,8 +24,9 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
+from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.kernel_classes import kernel_class_expr
-from traceq.analyses.model import Analysis, Evidence, Finding, JobAnalysis, Mfu
+from traceq.analyses.model import Analysis, Evidence, Finding, Mfu, Regime
 from traceq.analyses.steps import devices as device_table
 from traceq.analyses.steps import gpu_rows_of, with_dev
 from traceq.units import capitalised, device_label, format_share
@@ -48,7 +49,8 @@ def severity(share: float) -> str:
 
 @dataclass(frozen=True)
 class DeviceTotals:
-    """One device (``dev`` indexes the context's frames) and its breakdown over its step windows."""
+    """One device (``dev`` indexes the context's frames) and its breakdown over its steady step
+    windows (``DeviceBreakdown.steady``: warm-up left out), with its regime."""
 
     dev: int
     rank: int | None
@@ -63,6 +65,7 @@ class DeviceTotals:
     exposed_comm_ns: int
     idle_ns: int
     idle_by_cause_ns: Mapping[str, int]
+    regime: Regime | None = None
 
     @property
     def title_label(self) -> str:
@@ -129,12 +132,11 @@ def build_context(
 ) -> FindingContext:
     """Join the event table to the analysis' devices once, for all rules."""
     table = device_table(events)
-    windows = analysis.windows.select("dev", "step", "name", "start_ns", "end_ns")
+    windows = analysis.windows.filter(pl.col("steady")).select("dev", "step", "name", "start_ns", "end_ns")
     key = ["source", "pid", "device"]
-    counts = windows.group_by("dev").agg(pl.len().alias("windows"))
     totals = {(d.source, d.pid, d.device): d for d in analysis.devices}
     infos = []
-    for row in table.join(counts, on="dev", how="left").sort("dev").iter_rows(named=True):
+    for row in table.sort("dev").iter_rows(named=True):
         d = totals[(row["source"], row["pid"], row["device"])]
         infos.append(
             DeviceTotals(
@@ -143,18 +145,19 @@ def build_context(
                 device=int(row["device"]),
                 pid=row["pid"],
                 source=row["source"],
-                windows=int(row["windows"] or 0),
-                dur_ns=d.dur_ns,
-                compute_ns=d.compute_ns,
-                comm_ns=d.comm_ns,
-                exposed_comm_ns=d.exposed_comm_ns,
-                idle_ns=d.idle_ns,
-                idle_by_cause_ns=d.idle_by_cause_ns,
+                windows=d.steady.windows,
+                dur_ns=d.steady.dur_ns,
+                compute_ns=d.steady.compute_ns,
+                comm_ns=d.steady.comm_ns,
+                exposed_comm_ns=d.steady.exposed_comm_ns,
+                idle_ns=d.steady.idle_ns,
+                idle_by_cause_ns=d.steady.idle_by_cause_ns,
+                regime=d.regime,
             )
         )
     on_device = table.select("dev", *key)
     kernels = with_dev(gpu_rows_of(events, ("kernel",), "start_ns", "end_ns", "name", "is_comm", "correlation"), table)
-    gaps = analysis.gap_table.join(on_device, on=key, how="inner", nulls_equal=True)
+    gaps = _in_steady(analysis.gap_table.join(on_device, on=key, how="inner", nulls_equal=True), windows)
     return FindingContext(
         events=events,
         analysis=analysis,
@@ -167,10 +170,26 @@ def build_context(
     )
 
 
+def _in_steady(gaps: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """``gaps`` with ``in_steps_ns`` measured against the steady windows (warm-up left out)."""
+    inside = np.zeros(gaps.height, np.int64)
+    devs = gaps.get_column("dev").to_numpy()
+    spans = iv.Intervals.from_frame(gaps)
+    for (dev,), win in windows.partition_by("dev", as_dict=True).items():
+        on = devs == dev
+        if on.any():
+            inside[on] = iv.overlap_with_windows(
+                iv.Intervals(spans.start_ns[on], spans.end_ns[on]), iv.Intervals.from_frame(win)
+            )
+    return gaps.with_columns(pl.Series("in_steps_ns", inside, dtype=pl.Int64))
+
+
 def _kernels(kernels: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """The kernel rows with their class and time inside step windows, sorted by dev and start."""
-    names = kernels.get_column("name").unique()  # classified per distinct name, not per row
-    classes = pl.DataFrame({"name": names}).select(kernel_class_expr().cast(pl.Categorical)).to_series()
+    # Classified per distinct (name, is_comm), not per row: a kernel is comm as the breakdown counts it.
+    pairs = kernels.select("name", "is_comm").unique()
+    classes = pairs.with_columns(kernel_class_expr(comm=pl.col("is_comm")).cast(pl.Categorical))
+    kernels = kernels.join(classes, on=["name", "is_comm"], how="left", nulls_equal=True, maintain_order="left")
     rows = kernels.select(
         "dev",
         "name",
@@ -179,7 +198,7 @@ def _kernels(kernels: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
         (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
         "is_comm",
         "correlation",
-        pl.col("name").replace_strict(names, classes, return_dtype=pl.Categorical).alias("kernel_class"),
+        "kernel_class",
     )
     rows = _sorted_by_dev_and_start(rows)
     in_steps = np.zeros(rows.height, np.int64)

@@ -26,8 +26,10 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice
+from traceq.analyses.findings_rules import GRAPH_REPLAYED
 from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES
 from traceq.analyses.model import Evidence, Finding
+from traceq.analyses.regimes import SHORT_GAP_NS
 from traceq.units import evidence_ns, format_share, short_kernel_name
 
 MEMORY_BOUND_ALLOWANCE: Final = 0.5
@@ -36,10 +38,6 @@ still spends about a third of its kernel time in norms, softmax and activations.
 
 SHORT_KERNEL_NS: Final = 10_000
 """Kernels under 10 µs are shorter than the CPU cost of launching them from eager PyTorch."""
-
-SHORT_GAP_NS: Final = 100_000
-"""Launch gaps up to 100 µs before a short kernel count as its launch overhead; a longer gap is the
-CPU doing something else between kernels (``launch_bound`` counts it)."""
 
 MAX_KERNELS = 3
 
@@ -77,7 +75,12 @@ def memory_bound_split(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, 
 
 
 def memory_bound_excess_ns(ctx: FindingContext, d: DeviceTotals) -> int:
-    """The cost :func:`memory_bound_kernels` ranks devices by: memory-bound time beyond the allowance."""
+    """The cost :func:`memory_bound_kernels` ranks devices by: memory-bound time beyond the allowance;
+    none on an overhead-bound device, whose kernels are shorter than the interval between their
+    launches (t_k < t_cpu) while the launch overhead is what limits it: the host sets their pace,
+    not the memory bandwidth (seed 000), and fusing them is ``launch_bound``'s advice."""
+    if d.regime is not None and d.regime.verdict == "overhead-bound":
+        return 0
     return memory_bound_split(ctx, d)[2]
 
 
@@ -162,34 +165,43 @@ def memory_bound_kernels(ctx: FindingContext, worst: WorstDevice) -> Finding:
     )
 
 
+def small_kernel_ns(ctx: FindingContext, d: DeviceTotals) -> int:
+    """The cost :func:`small_kernels` ranks devices by: short kernels and the launch gaps before them
+    together (:func:`small_kernel_cost`); none on a device that replays CUDA graphs, where launches
+    are no longer paid per kernel."""
+    regime = d.regime
+    if regime is not None and regime.graph_share >= GRAPH_REPLAYED:
+        return 0
+    return small_kernel_cost(ctx, d)[2]
+
+
 def small_kernel_cost(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, int]:
-    """``(short_kernel_ns, launch_gap_ns, cost_ns)`` of a device inside its step windows: the union of
-    its non-comm kernels under :data:`SHORT_KERNEL_NS`, of the ``launch`` gaps under
-    :data:`SHORT_GAP_NS` that end at one of them, and of both together."""
-    short = (
-        ctx.kernels.lazy()
-        .filter((pl.col("dev") == d.dev) & ~pl.col("is_comm") & (pl.col("dur_ns") < SHORT_KERNEL_NS))
-        .select("start_ns", "end_ns")
-        .collect()
-    )
+    """``(short_kernel_ns, launch_gap_ns, cost_ns)`` of a device inside its steady step windows: the
+    short idle intervals (under :data:`SHORT_GAP_NS`) in which the host was issuing the next kernel
+    (``launch`` ns) and that kernel was short (non-comm, under :data:`SHORT_KERNEL_NS`); those
+    kernels; and both together.  Short kernels the GPU ran back to back (queued, no launch gap
+    before them) cost nothing here: launches do not limit them."""
     gaps = ctx.gaps.filter(
         (pl.col("dev") == d.dev)
-        & (pl.col("cause") == "launch")
+        & (pl.col("launch_ns") > 0)
         & (pl.col("dur_ns") < SHORT_GAP_NS)
         & (pl.col("next_kind") == "kernel")
         & ((pl.col("next_end_ns") - pl.col("next_start_ns")) < SHORT_KERNEL_NS)
-    ).select("start_ns", "end_ns")
+    )
+    short = (
+        ctx.kernels.lazy()
+        .filter((pl.col("dev") == d.dev) & ~pl.col("is_comm") & (pl.col("dur_ns") < SHORT_KERNEL_NS))
+        .filter(pl.col("start_ns").is_in(gaps.get_column("next_start_ns").implode()))
+        .select("start_ns", "end_ns")
+        .collect()
+    )
+    gaps = gaps.select("start_ns", "end_ns")
     both = pl.concat([short, gaps])
     return (
         _union_in_steps(ctx, d.dev, short),
         _union_in_steps(ctx, d.dev, gaps),
         _union_in_steps(ctx, d.dev, both),
     )
-
-
-def small_kernel_ns(ctx: FindingContext, d: DeviceTotals) -> int:
-    """The cost :func:`small_kernels` ranks devices by: short kernels and their launch gaps together."""
-    return small_kernel_cost(ctx, d)[2]
 
 
 def small_kernels(ctx: FindingContext, worst: WorstDevice) -> Finding:

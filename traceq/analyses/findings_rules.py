@@ -11,15 +11,14 @@ rule's definition.
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq import schema
-from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice, median_int, with_step
-from traceq.analyses.gaps import sync_calls
+from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice, with_step
+from traceq.analyses.host_state import cpu_rows, loader_ranges, sync_calls
 from traceq.analyses.model import Evidence, Finding
-from traceq.units import evidence_ns, format_bytes, format_share, short_kernel_name, step_position
+from traceq.analyses.regimes import SHORT_GAP_NS
+from traceq.units import evidence_ns, format_share, short_kernel_name, step_position
 
 LAUNCH_FIX = (
     "The CPU issues kernels more slowly than the GPU runs them: give each kernel more work (a larger batch per "
@@ -41,22 +40,32 @@ COMM_FIX = (
     "accumulate gradients to synchronise fewer times per token."
 )
 
+LAUNCH_FIX_GRAPHS = (
+    "The step already replays CUDA graphs, so launches are not paid per kernel: what is left is the host between "
+    "graph launches and kernels too short for the GPU: give each kernel more work (a larger batch per GPU) or "
+    "launch fewer kernels (fusion with torch.compile)."
+)
+
 MAX_GROUPS = 3
 """Kernels, calls or collectives listed per finding."""
 
+GRAPH_REPLAYED = 0.5
+"""A device whose kernels a CUDA-graph launch replays at least this share of already uses CUDA graphs."""
+
 
 def launch_idle_ns(ctx: FindingContext, d: DeviceTotals) -> int:
-    """The cost :func:`launch_bound` ranks devices by: idle time in ``launch`` gaps."""
-    return d.idle_by_cause_ns["launch"]
+    """The cost :func:`launch_bound` ranks devices by: the per-kernel overhead of the regime (the
+    ``launch`` idle ns, and the ``cpu`` idle ns inside short gaps before kernels)."""
+    return d.regime.overhead_ns if d.regime is not None else d.idle_by_cause_ns["launch"]
 
 
 def sync_idle_ns(ctx: FindingContext, d: DeviceTotals) -> int:
-    """The cost :func:`host_sync` ranks devices by: idle time in ``sync`` gaps."""
+    """The cost :func:`host_sync` ranks devices by: the ``sync`` idle ns."""
     return d.idle_by_cause_ns["sync"]
 
 
 def input_idle_ns(ctx: FindingContext, d: DeviceTotals) -> int:
-    """The cost :func:`input_stall` ranks devices by: idle time in ``input`` gaps."""
+    """The cost :func:`input_stall` ranks devices by: the ``input`` idle ns."""
     return d.idle_by_cause_ns["input"]
 
 
@@ -65,33 +74,45 @@ def exposed_comm_ns(ctx: FindingContext, d: DeviceTotals) -> int:
     return d.exposed_comm_ns
 
 
+def _steady_gaps(ctx: FindingContext, d: DeviceTotals, cause: str) -> pl.DataFrame:
+    """The device's gaps inside its steady windows with some ns of ``cause``."""
+    return ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col(f"{cause}_ns") > 0) & (pl.col("in_steps_ns") > 0))
+
+
 def launch_bound(ctx: FindingContext, worst: WorstDevice) -> Finding:
-    """Idle time in ``launch`` gaps: the CPU was late with the next kernel."""
+    """The host takes longer to issue each kernel than the GPU takes to run it (seed 000's
+    launch-bound criterion t_cpu > t_k): the GPU idles between short kernels."""
     share, d = worst.share, worst.device
-    gaps = ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col("cause") == "launch") & (pl.col("in_steps_ns") > 0))
-    gaps = gaps.with_columns((pl.col("next_end_ns") - pl.col("next_start_ns")).alias("next_dur_ns"))
-    t_k = median_int(gaps.get_column("next_dur_ns")) or 0
-    tid_counts = gaps.group_by("launch_tid").len().sort(["len", "launch_tid"], descending=[True, False])
-    tid = tid_counts.item(0, "launch_tid")
-    t_cpu = _launch_interval_ns(ctx, d, tid) or 0
+    regime = d.regime
+    short = (pl.col("dur_ns") < SHORT_GAP_NS) & (pl.col("next_kind") == "kernel")
+    gaps = ctx.gaps.filter(
+        (pl.col("dev") == d.dev)
+        & (pl.col("in_steps_ns") > 0)
+        & ((pl.col("launch_ns") > 0) | ((pl.col("cpu_ns") > 0) & short))
+    ).with_columns(
+        (pl.col("next_end_ns") - pl.col("next_start_ns")).alias("next_dur_ns"),
+        (pl.col("launch_ns") + pl.when(short).then(pl.col("cpu_ns")).otherwise(0)).alias("overhead_ns"),
+    )
+    t_k = (regime.t_k_ns if regime else None) or 0
+    t_cpu = (regime.t_cpu_ns if regime else None) or 0
     busy = t_k / max(t_k, t_cpu) if max(t_k, t_cpu) > 0 else 1.0
-    idle_ns = d.idle_by_cause_ns["launch"]
+    tid = gaps.group_by("launch_tid").len().sort(["len", "launch_tid"], descending=[True, False]).item(0, "launch_tid")
+    graphs = regime is not None and regime.graph_share >= GRAPH_REPLAYED
     evidence = [
         Evidence(
             text=(
-                f"Kernels behind the launch gaps run a median t_k = {evidence_ns(t_k)}; thread {tid} issues a launch "
-                "every "
-                f"t_cpu = {evidence_ns(t_cpu)} (median): the GPU can be busy at most t_k / max(t_k, t_cpu) = {busy:.0%}"
+                f"Kernels run a median t_k = {evidence_ns(t_k)}; thread {tid} issues a launch every t_cpu = "
+                f"{evidence_ns(t_cpu)} (median): the GPU can be busy at most t_k / max(t_k, t_cpu) = {busy:.0%}"
             ),
             rank=d.rank,
             device=d.device,
-            name=str(gaps.get_column("launch_name").mode().sort()[0]),
+            name=str(gaps.get_column("launch_name").drop_nulls().mode().sort()[0]) if gaps.height else None,
             value_ns=t_cpu,
         )
     ]
     by_kernel = (
         gaps.group_by("next_name")
-        .agg(pl.len().alias("n"), pl.col("in_steps_ns").sum().alias("idle_ns"), pl.col("next_dur_ns").median())
+        .agg(pl.len().alias("n"), pl.col("overhead_ns").sum().alias("idle_ns"), pl.col("next_dur_ns").median())
         .sort(["idle_ns", "next_name"], descending=[True, False])
         .head(MAX_GROUPS)
     )
@@ -108,57 +129,40 @@ def launch_bound(ctx: FindingContext, worst: WorstDevice) -> Finding:
                 value_ns=int(total),
             )
         )
-    evidence.append(_longest_gap(ctx, gaps, d))
+    if gaps.height:
+        evidence.append(_longest_gap(ctx, gaps, d))
     return worst.finding(
         "launch_bound",
         title=f"GPU idle {format_share(share)} of step time waiting for kernel launches ({d.label})",
         metrics={
-            "launch_idle_ns": idle_ns,
+            "launch_idle_ns": d.idle_by_cause_ns["launch"],
+            "overhead_idle_ns": launch_idle_ns(ctx, d),
             "step_ns": d.dur_ns,
             "launch_idle_share": share,
             "launch_gaps": gaps.height,
             "t_k_ns": t_k,
             "t_cpu_ns": t_cpu,
             "busy_bound": busy,
+            "graph_share": regime.graph_share if regime else 0.0,
             "steps": d.windows,
         },
         evidence=evidence,
-        fix=LAUNCH_FIX,
-        also="launch gaps",
+        fix=LAUNCH_FIX_GRAPHS if graphs else LAUNCH_FIX,
+        also="launch overhead",
     )
-
-
-def _launch_interval_ns(ctx: FindingContext, d: DeviceTotals, tid: int | None) -> int | None:
-    """Median CPU time between consecutive launches of work on ``d`` by thread ``tid``, in steps."""
-    launched = ctx.device_rows(d, schema.GPU_ACTIVITY_KINDS, "correlation").drop_nulls().unique()
-    calls = (
-        ctx.events.select("kind", "source", "pid", "tid", "correlation", "start_ns", "end_ns")
-        .filter(
-            (pl.col("kind") == "cuda_api")
-            & (pl.col("source") == d.source)
-            & pl.col("pid").eq_missing(d.pid)
-            & pl.col("tid").eq_missing(tid)
-        )
-        .join(launched, on="correlation", how="semi")
-        .select("start_ns", "end_ns")
-        .sort("start_ns")
-    )
-    inside = iv.overlap_with_windows(iv.Intervals.from_frame(calls), ctx.window_intervals(d.dev)) > 0
-    starts = calls.get_column("start_ns").to_numpy()[inside]
-    if starts.size < 2:
-        return None
-    return round(float(np.median(np.diff(starts))))
 
 
 def _longest_gap(ctx: FindingContext, gaps: pl.DataFrame, d: DeviceTotals) -> Evidence:
     row = with_step(gaps.sort(["in_steps_ns", "start_ns"], descending=[True, False]).head(1), ctx.windows).row(
         0, named=True
     )
+    until = (
+        f", until {short_kernel_name(row['next_name'])} launched by {row['launch_name']}" if row["next_name"] else ""
+    )
     return Evidence(
         text=(
-            f"Longest: {evidence_ns(row['dur_ns'])} idle at "
-            f"{step_position(row['step_name'], row['step_offset_ns'])}, until "
-            f"{short_kernel_name(row['next_name'])} launched by {row['launch_name']}"
+            f"Longest: {evidence_ns(row['dur_ns'])} idle at {step_position(row['step_name'], row['step_offset_ns'])}"
+            f"{until}"
         ),
         rank=d.rank,
         device=d.device,
@@ -170,15 +174,17 @@ def _longest_gap(ctx: FindingContext, gaps: pl.DataFrame, d: DeviceTotals) -> Ev
 
 
 def host_sync(ctx: FindingContext, worst: WorstDevice) -> Finding:
-    """Idle time in ``sync`` gaps: the CPU blocked on the GPU, then had to refill its queue."""
+    """The host blocked on the GPU (``.item()``, a synchronous copy, a stream sync), then had to
+    refill the queue the sync drained: the ``sync`` idle ns."""
     share, d = worst.share, worst.device
-    gaps = ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col("cause") == "sync") & (pl.col("in_steps_ns") > 0))
+    gaps = _steady_gaps(ctx, d, "sync")
     steps = max(d.windows, 1)
-    syncs = sync_calls(ctx.events).filter((pl.col("source") == d.source) & (pl.col("pid").eq_missing(d.pid)))
+    syncs = sync_calls(cpu_rows(ctx.events)).filter((pl.col("source") == d.source) & (pl.col("pid").eq_missing(d.pid)))
     syncs = syncs.filter(iv.overlap_with_windows(iv.Intervals.from_frame(syncs), ctx.window_intervals(d.dev)) > 0)
     by_call = (
-        gaps.group_by("sync_name", "sync_tid")
-        .agg(pl.len().alias("n"), pl.col("in_steps_ns").sum().alias("idle_ns"))
+        gaps.filter(pl.col("sync_name").is_not_null())
+        .group_by("sync_name", "sync_tid")
+        .agg(pl.len().alias("n"), pl.col("sync_ns").sum().alias("idle_ns"))
         .sort(["idle_ns", "sync_name"], descending=[True, False])
         .head(MAX_GROUPS)
     )
@@ -188,8 +194,9 @@ def host_sync(ctx: FindingContext, worst: WorstDevice) -> Finding:
         evidence.append(
             Evidence(
                 text=(
-                    f"{name} on thread {tid}: {n} times ({n / steps:.1f} per step) the GPU idled after it returned, "
-                    f"{evidence_ns(total)} in all ({calls / steps:.1f} such calls per step on that thread)"
+                    f"{name} on thread {tid}: {n} times ({n / steps:.1f} per step) the GPU idled while the host was "
+                    f"blocked in it or refilling the queue after it, {evidence_ns(total)} in all "
+                    f"({calls / steps:.1f} such calls per step on that thread)"
                 ),
                 rank=d.rank,
                 device=d.device,
@@ -197,23 +204,26 @@ def host_sync(ctx: FindingContext, worst: WorstDevice) -> Finding:
                 value_ns=int(total),
             )
         )
-    top = with_step(gaps.sort(["in_steps_ns", "start_ns"], descending=[True, False]).head(2), ctx.windows)
+    top = with_step(gaps.sort(["sync_ns", "start_ns"], descending=[True, False]).head(2), ctx.windows)
     for row in top.iter_rows(named=True):
+        then = (
+            f"; the next work ({short_kernel_name(row['next_name'])}) was queued by {row['launch_name']} "
+            f"{evidence_ns(row['launch_start_ns'] - row['sync_end_ns'])} after it returned"
+            if row["launch_start_ns"] is not None and row["sync_end_ns"] is not None
+            else ""
+        )
         evidence.append(
             Evidence(
                 text=(
-                    f"{step_position(row['step_name'], row['step_offset_ns'])}: {row['sync_name']} returned "
-                    f"{evidence_ns(row['sync_end_ns'] - row['start_ns'])} into a {evidence_ns(row['dur_ns'])} gap; "
-                    "the next "
-                    f"work ({short_kernel_name(row['next_name'])}) was queued by {row['launch_name']} "
-                    f"{evidence_ns(row['launch_start_ns'] - row['sync_end_ns'])} later"
+                    f"{step_position(row['step_name'], row['step_offset_ns'])}: {evidence_ns(row['sync_ns'])} of a "
+                    f"{evidence_ns(row['dur_ns'])} gap after {row['sync_name']}{then}"
                 ),
                 rank=d.rank,
                 device=d.device,
-                start_ns=row["sync_start_ns"],
+                start_ns=row["sync_start_ns"] if row["sync_start_ns"] is not None else row["start_ns"],
                 end_ns=row["end_ns"],
                 name=row["sync_name"],
-                value_ns=row["dur_ns"],
+                value_ns=row["sync_ns"],
             )
         )
     return worst.finding(
@@ -229,68 +239,81 @@ def host_sync(ctx: FindingContext, worst: WorstDevice) -> Finding:
         },
         evidence=evidence,
         fix=SYNC_FIX,
-        also="sync gaps",
+        also="sync idle",
     )
 
 
 def input_stall(ctx: FindingContext, worst: WorstDevice) -> Finding:
-    """Idle time in ``input`` gaps: the GPU waited for a host-to-device copy of the batch."""
+    """The host waited in the data loader while the GPU idled (seed 000: "idle time matches the loader
+    wait"): the ``input`` idle ns."""
     share, d = worst.share, worst.device
-    gaps = ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col("cause") == "input") & (pl.col("in_steps_ns") > 0))
-    copies = ctx.device_rows(d, ("memcpy",), "correlation", "start_ns", "bytes").select(
-        pl.col("correlation").alias("next_correlation"), pl.col("start_ns").alias("next_start_ns"), "bytes"
-    )
-    gaps = gaps.join(copies, on=["next_correlation", "next_start_ns"], how="left").unique(
-        subset=["start_ns"], keep="first", maintain_order=True
-    )
+    gaps = _steady_gaps(ctx, d, "input")
     steps = max(d.windows, 1)
-    total_bytes = int(gaps.get_column("bytes").sum() or 0)
-    wait = median_int(gaps.get_column("in_steps_ns")) or 0
-    evidence = [
+    input_ns = d.idle_by_cause_ns["input"]
+    loaders = loader_ranges(ctx.events, ctx.analysis.options.input_pattern).filter(
+        (pl.col("source") == d.source) & pl.col("pid").eq_missing(d.pid)
+    )
+    loaders = loaders.with_columns(
+        pl.Series("in_steps_ns", iv.overlap_with_windows(iv.Intervals.from_frame(loaders), ctx.window_intervals(d.dev)))
+    ).filter(pl.col("in_steps_ns") > 0)
+    wait = int(loaders.get_column("in_steps_ns").sum() or 0)
+    evidence = []
+    for name, n, total in (
+        loaders.group_by("name")
+        .agg(pl.len().alias("n"), pl.col("in_steps_ns").sum().alias("ns"))
+        .sort(["ns", "name"], descending=[True, False])
+        .head(MAX_GROUPS)
+        .iter_rows()
+    ):
+        evidence.append(
+            Evidence(
+                text=(f"{name}: {n / steps:.1f} per step, {evidence_ns(total / steps)} per step waiting for the batch"),
+                rank=d.rank,
+                device=d.device,
+                name=name,
+                value_ns=int(total),
+            )
+        )
+    matched = f" ({input_ns / wait:.0%} of the loader's wait)" if wait else ""
+    evidence.append(
         Evidence(
-            text=(
-                f"{gaps.height} host-to-device copies ({gaps.height / steps:.1f} per step, "
-                f"{format_bytes(total_bytes)}) "
-                f"each waited behind an idle GPU, a median {evidence_ns(wait)}"
-            ),
+            text=f"The GPU idled {evidence_ns(input_ns / steps)} per step while the host was loading data{matched}",
             rank=d.rank,
             device=d.device,
-            value_ns=wait,
+            value_ns=input_ns,
         )
-    ]
-    top = with_step(gaps.sort(["in_steps_ns", "start_ns"], descending=[True, False]).head(MAX_GROUPS), ctx.windows)
+    )
+    top = with_step(gaps.sort(["input_ns", "start_ns"], descending=[True, False]).head(MAX_GROUPS), ctx.windows)
     for row in top.iter_rows(named=True):
-        size = "" if row["bytes"] is None else f" of {format_bytes(row['bytes'])}"
+        before = f" before {short_kernel_name(row['next_name'])}" if row["next_name"] else ""
         evidence.append(
             Evidence(
                 text=(
                     f"{step_position(row['step_name'], row['step_offset_ns'])}: GPU idle "
-                    f"{evidence_ns(row['dur_ns'])} before "
-                    f"{row['next_name']}{size} ({evidence_ns(row['next_end_ns'] - row['next_start_ns'])}), queued by "
-                    f"{row['launch_name']} which took {evidence_ns(row['launch_end_ns'] - row['launch_start_ns'])}"
+                    f"{evidence_ns(row['input_ns'])} waiting for input{before}"
                 ),
                 rank=d.rank,
                 device=d.device,
                 start_ns=row["start_ns"],
-                end_ns=row["next_end_ns"],
+                end_ns=row["end_ns"],
                 name=row["next_name"],
-                value_ns=row["dur_ns"],
+                value_ns=row["input_ns"],
             )
         )
     return worst.finding(
         "input_stall",
         title=f"GPU idle {format_share(share)} of step time waiting for input data ({d.label})",
         metrics={
-            "input_idle_ns": d.idle_by_cause_ns["input"],
+            "input_idle_ns": input_ns,
+            "loader_wait_ns": wait,
             "step_ns": d.dur_ns,
             "input_idle_share": share,
             "input_gaps": gaps.height,
-            "htod_bytes": total_bytes,
             "steps": d.windows,
         },
         evidence=evidence,
         fix=INPUT_FIX,
-        also="input gaps",
+        also="input idle",
     )
 
 

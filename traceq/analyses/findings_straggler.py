@@ -16,7 +16,9 @@ from collections.abc import Sequence
 import polars as pl
 
 from traceq.analyses.findings_base import FIRE_SHARE, DeviceTotals, severity
-from traceq.analyses.model import Evidence, Finding, JobAnalysis
+from traceq.analyses.job_model import JobAnalysis, RankSummary
+from traceq.analyses.model import Evidence, Finding
+from traceq.analyses.straggler_rule import HOST_LATE, late_phrase
 from traceq.units import evidence_ns, format_share
 
 STRAGGLER_FIX = (
@@ -24,17 +26,48 @@ STRAGGLER_FIX = (
     "that node (thermal or power limits, memory errors, a bad link, uneven data or work) and fix or replace it."
 )
 
+HOST_CHECKS = {
+    "python": "Python work in its step (logging, metrics, callbacks, data transforms on the main thread)",
+    "gc": "garbage collection (gc.freeze() after setup; gc.disable() during steps, gc.collect() between them)",
+    "loader": "a slow data loader on that node (more workers, pin_memory and prefetching, local or cached data)",
+    "sync": "a .item(), .cpu() or print(tensor) only that rank runs, often rank-0 logging (log every k steps)",
+    "compile": "recompilation on that rank (TORCH_LOGS=recompiles: shapes or Python values unlike the others')",
+}
+"""What to look for on a rank whose host makes it late."""
+
+HOST_ORDER = {
+    "pause": ("gc", "python", "loader"),
+    "cpu": ("python", "gc", "loader"),
+    "input": ("loader", "python", "gc"),
+    "sync": ("sync", "python", "gc", "loader"),
+    "compile": ("compile", "python", "gc", "loader"),
+}
+"""The checks by why the rank is late (``RankSummary.late_because``), the likeliest first."""
+
+
+def host_fix(who: str, late_because: str) -> str:
+    """The fix for a rank its own host makes late: the likeliest check first, then the others."""
+    first, *rest = (HOST_CHECKS[k] for k in HOST_ORDER[late_because])
+    return (
+        f"{who}'s GPU waits for its own host, and every other rank waits for it in the collectives: look for "
+        f"{first} first; then for {'; '.join(rest)}. Overlap tuning cannot hide this wait."
+    )
+
+
 MAX_OTHERS = 3
 """Other ranks listed as evidence (those waiting longest)."""
 
 
 def straggler(devices: Sequence[DeviceTotals], job: JobAnalysis | None) -> Finding | None:
-    """The job's slow rank S (``JobAnalysis.straggler``: it arrives last far more often than chance
-    and computes more per step than the median of the others), when the exposed wait it causes
-    reaches 5% of the others' step time (median over the other communicating ranks).
+    """The job's slow rank S (``JobAnalysis.straggler``: late beyond chance, by arrival order or by
+    the size of the waits, and slower of its own: its GPU computes longer or its host keeps it idle),
+    when the exposed wait it causes reaches 5% of the others' step time (median over the other
+    communicating ranks).
 
     The cost is that median share: the time the others lose waiting for S with nothing of their own
-    to compute.  A slow link (long collectives, little arrival skew) has no such rank and never fires.
+    to compute.  Title, evidence and fix name why S is late: its GPU (compute), or its host (CPU-bound,
+    a GC-like pause, its data loader, a sync, compiling: ``RankSummary.late_because``).  A slow link
+    (long collectives, little arrival skew) has no such rank and never fires.
     """
     if job is None or job.straggler is None:
         return None
@@ -96,14 +129,21 @@ def straggler(devices: Sequence[DeviceTotals], job: JobAnalysis | None) -> Findi
     widest = _widest_skew(job, job.straggler)
     if widest is not None:
         evidence.append(widest)
+    host_late = slow.late_because in HOST_LATE
+    if host_late:
+        evidence.insert(1, _host_evidence(who_dev, slow))
     who, peers = (f"Rank {slow.rank}", "ranks") if slow.rank is not None else (f"GPU {slow.device}", "GPUs")
+    why = (
+        f", late because {late_phrase(slow, evidence_ns)}"
+        if host_late
+        else f" and computes {evidence_ns(slow.compute_excess_ns_per_step)} per step more than the median"
+    )
     return Finding(
         id="straggler",
         severity=severity(share),
         title=(
             f"{who} is a straggler: the other {peers} wait {format_share(share)} of step time in collectives for it; "
-            f"it arrives last at {slow.last_arrivals} of {slow.collectives} and computes "
-            f"{evidence_ns(slow.compute_excess_ns_per_step)} per step more than the median ({who_dev.label})"
+            f"it arrives last at {slow.last_arrivals} of {slow.collectives}{why} ({who_dev.label})"
         ),
         share=share,
         metrics={
@@ -121,9 +161,28 @@ def straggler(devices: Sequence[DeviceTotals], job: JobAnalysis | None) -> Findi
             "wait_share": share,
             "median_arrival_skew_ns": job.median_arrival_skew_ns or 0,
             "ranks": len(job.ranks),
+            "host_late": 1.0 if host_late else 0.0,
+            "host_excess_ns_per_step": slow.host_excess_ns_per_step,
+            "late_because_ns_per_step": slow.late_because_ns_per_step,
+            "longest_cpu_idle_ns": slow.longest_cpu_idle_ns,
         },
         evidence=tuple(evidence),
-        fix=STRAGGLER_FIX,
+        fix=host_fix(who, slow.late_because) if host_late else STRAGGLER_FIX,
+    )
+
+
+def _host_evidence(who: DeviceTotals, slow: RankSummary) -> Evidence:
+    """Why the straggler's host, not its GPU, makes it late: its host-caused idle against the others'."""
+    others = slow.host_idle_ns_per_step - slow.host_excess_ns_per_step
+    return Evidence(
+        text=(
+            f"{who.title_label} idles {evidence_ns(slow.host_idle_ns_per_step)} per step waiting for its own host "
+            f"(other CPU work, its data loader, a sync, compiling), against a median {evidence_ns(others)} on the "
+            f"others; its longest CPU-side idle stretch is {evidence_ns(slow.longest_cpu_idle_ns)}"
+        ),
+        rank=slow.rank,
+        device=slow.device,
+        value_ns=round(slow.late_because_ns_per_step),
     )
 
 

@@ -23,16 +23,16 @@ from traceq.analyses.collectives import (
     covered_waits_ns,
     with_exposed_waits,
 )
-from traceq.analyses.model import Analysis, ClockAlignment, CollectiveStat, DeviceBreakdown, JobAnalysis, RankSummary
+from traceq.analyses.comm import with_comm_flags
+from traceq.analyses.job_model import ClockAlignment, CollectiveStat, JobAnalysis, RankSummary
+from traceq.analyses.model import Analysis, DeviceBreakdown
 from traceq.analyses.steps import devices as device_table
+from traceq.analyses.straggler_rule import CHANCE_LEVEL as CHANCE_LEVEL
+from traceq.analyses.straggler_rule import HOST_CAUSES, late_phrase, straggler_expr, with_late_causes
 from traceq.units import NOTE_DECIMALS, device_label, format_ns
 
 MAX_COLLECTIVES: Final = 256
 """Collectives kept in :attr:`JobAnalysis.collectives` (the first, in time order); the table keeps all."""
-
-CHANCE_LEVEL: Final = 0.01
-"""A rank arrives last "far more often than chance" when the Chernoff bound on doing so by chance is
-at most this, divided by the number of ranks compared (Bonferroni)."""
 
 MATERIAL_SHARE: Final = 0.05
 """A slow rank or a slow link matters from 5% of step time (the findings' ``FIRE_SHARE``)."""
@@ -49,8 +49,11 @@ def per_rank_frame(devices: pl.DataFrame, breakdown: Sequence[DeviceBreakdown]) 
     """The per-rank breakdown :func:`summarise_job` reads: one row per device of ``devices``.
 
     Columns: dev, rank, device, pid, source, steps, dur_ns, compute_ns, exposed_comm_ns, idle_ns
-    (totals over the device's step windows, from ``Analysis.devices``).
+    (totals over the device's step windows, from ``Analysis.devices``), and over its steady windows
+    ``steady_steps``, ``idle_<cause>_ns`` for the host causes and ``longest_cpu_idle_ns`` (what says
+    why a rank is late: :mod:`traceq.analyses.straggler_rule`).
     """
+    counts = ("steps", "dur_ns", "compute_ns", "exposed_comm_ns", "idle_ns", "steady_steps", *HOST_COLUMNS)
     totals = pl.DataFrame(
         [
             {
@@ -62,31 +65,34 @@ def per_rank_frame(devices: pl.DataFrame, breakdown: Sequence[DeviceBreakdown]) 
                 "compute_ns": d.compute_ns,
                 "exposed_comm_ns": d.exposed_comm_ns,
                 "idle_ns": d.idle_ns,
+                "steady_steps": d.steady.windows,
+                **{f"idle_{c}_ns": d.steady.idle_by_cause_ns.get(c, 0) for c in HOST_CAUSES},
+                "longest_cpu_idle_ns": d.steady.longest_cpu_idle_ns,
             }
             for d in breakdown
         ],
-        schema={
-            "source": pl.String,
-            "pid": pl.Int64,
-            "device": pl.Int32,
-            "steps": pl.Int64,
-            "dur_ns": pl.Int64,
-            "compute_ns": pl.Int64,
-            "exposed_comm_ns": pl.Int64,
-            "idle_ns": pl.Int64,
-        },
+        schema={"source": pl.String, "pid": pl.Int64, "device": pl.Int32, **dict.fromkeys(counts, pl.Int64)},
     )
     return (
         devices.select("dev", "rank", "device", "pid", "source")
         .join(totals, on=["source", "pid", "device"], how="left", nulls_equal=True)
-        .with_columns(pl.col("steps", "dur_ns", "compute_ns", "exposed_comm_ns", "idle_ns").fill_null(0))
+        .with_columns(pl.col(counts).fill_null(0))
         .sort("dev")
     )
 
 
+HOST_COLUMNS: Final = (*(f"idle_{c}_ns" for c in HOST_CAUSES), "longest_cpu_idle_ns")
+"""The per-rank frame's host-state columns (absent in a frame written by hand: read as 0)."""
+
+
 def _rank_stats(table: pl.DataFrame, per_rank: pl.DataFrame) -> pl.DataFrame:
-    """Per rank: its collectives, last arrivals against chance, waits, wait caused, compute per step."""
+    """Per rank: its collectives, last arrivals against chance, waits, wait caused, compute per step,
+    why it is late, and whether it is a straggler (:mod:`traceq.analyses.straggler_rule`)."""
     steps = pl.max_horizontal(pl.col("steps"), pl.lit(1))
+    missing = [c for c in ("steady_steps", *HOST_COLUMNS) if c not in per_rank.columns]
+    per_rank = per_rank.with_columns(
+        pl.col("steps").alias(c) if c == "steady_steps" else pl.lit(0, dtype=pl.Int64).alias(c) for c in missing
+    )
     ranks = per_rank.with_columns(
         (pl.col("dur_ns") / steps).alias("step_ns_per_step"),
         (pl.col("compute_ns") / steps).alias("compute_ns_per_step"),
@@ -132,7 +138,7 @@ def _rank_stats(table: pl.DataFrame, per_rank: pl.DataFrame) -> pl.DataFrame:
         )
     )
     # Every (culprit, other) pair of communicating ranks, with the wait the culprit caused the other.
-    comm = ranks.filter(pl.col("collectives") > 0).select("dev", "dur_ns", "compute_ns_per_step")
+    comm = ranks.filter(pl.col("collectives") > 0).select("dev", "dur_ns", "steps", "compute_ns_per_step")
     cross = (
         comm.select(pl.col("dev").alias("culprit"))
         .join(comm, how="cross")
@@ -142,11 +148,13 @@ def _rank_stats(table: pl.DataFrame, per_rank: pl.DataFrame) -> pl.DataFrame:
     )
     others = cross.group_by("culprit").agg(
         (pl.col("caused_ns") / pl.col("dur_ns")).filter(pl.col("dur_ns") > 0).median().alias("wait_caused_share"),
+        (pl.col("caused_ns") / steps).median().alias("wait_caused_ns_per_step"),
         pl.col("compute_ns_per_step").median().alias("_others_compute"),
     )
     ranks = ranks.join(others.rename({"culprit": "dev"}), on="dev", how="left").with_columns(
-        pl.col("wait_caused_share").fill_null(0.0)
+        pl.col("wait_caused_share", "wait_caused_ns_per_step").fill_null(0.0)
     )
+    ranks = with_late_causes(ranks)
     n, k = pl.col("decided"), pl.col("last_arrivals")
     p = pl.col("expected_last_arrivals") / n
     a = k / n
@@ -156,14 +164,7 @@ def _rank_stats(table: pl.DataFrame, per_rank: pl.DataFrame) -> pl.DataFrame:
     bound = pl.when((n > 0) & (a > p)).then((-n * divergence).exp()).otherwise(1.0)
     compared = ranks.filter(pl.col("decided") > 0).height
     ranks = ranks.with_columns(bound.alias("last_arrival_bound"))
-    return ranks.with_columns(
-        (
-            (pl.col("last_arrival_bound") <= CHANCE_LEVEL / max(compared, 1))
-            & (pl.col("compute_ns_per_step") > pl.col("_others_compute"))
-        )
-        .fill_null(False)
-        .alias("straggler")
-    ).sort("dev")
+    return ranks.with_columns(straggler_expr(compared).alias("straggler")).sort("dev")
 
 
 def summarise_job(
@@ -177,9 +178,11 @@ def summarise_job(
     """The job from its collective table (:func:`match_collectives`) and per-rank breakdown
     (:func:`per_rank_frame`, whose ``dev`` must be 0..n−1): per-rank summaries and the verdict.
 
-    * **slow rank**: a rank flagged ``straggler`` (arrives last far more often than chance and
-      computes more per step than the median of the others) whose wait caused reaches
-      :data:`MATERIAL_SHARE` of the others' step time; the one causing the most if several.
+    * **slow rank**: a rank flagged ``straggler`` (late beyond chance, by its arrival order or by
+      the size of the waits it causes, and slower of its own: more compute per step than the
+      others' median, or more host-caused idle: :mod:`traceq.analyses.straggler_rule`) whose wait
+      caused reaches :data:`MATERIAL_SHARE` of the others' step time; the one causing the most if
+      several.
     * **slow link**: exposed communication reaches :data:`MATERIAL_SHARE` of step time (median over
       ranks) while less than :data:`LINK_WAIT_SHARE` of the collectives' kernel time is waiting.
     * both: ``slow_rank_and_link``.  Otherwise **skewed** when some rank still costs the others
@@ -208,6 +211,11 @@ def summarise_job(
             wait_caused_ns=int(r["wait_caused_ns"]),
             exposed_wait_caused_ns=int(r["exposed_wait_caused_ns"]),
             wait_caused_share=float(r["wait_caused_share"]),
+            host_idle_ns_per_step=float(r["host_idle_ns_per_step"]),
+            host_excess_ns_per_step=float(r["host_excess_ns_per_step"]),
+            longest_cpu_idle_ns=int(r["longest_cpu_idle_ns"]),
+            late_because=str(r["late_because"]),
+            late_because_ns_per_step=float(r["late_because_ns_per_step"]),
             straggler=bool(r["straggler"]),
         )
         for r in stats.iter_rows(named=True)
@@ -323,7 +331,8 @@ def _with_note(job: JobAnalysis) -> JobAnalysis:
             f"slow rank: {device_label(r.rank, r.device, pid=r.pid)} arrives last at {r.last_arrivals} of "
             f"{r.collectives} collectives ({r.expected_last_arrivals:.1f} expected by chance); the others wait "
             f"a median {r.wait_caused_share:.1%} of their step time for it; it computes "
-            f"{_note_ns(r.compute_ns_per_step)} per step, {_note_ns(r.compute_excess_ns_per_step)} above the median"
+            f"{_note_ns(r.compute_ns_per_step)} per step, {_note_ns(r.compute_excess_ns_per_step)} above the median; "
+            f"late because {late_phrase(r, _note_ns)}"
         )
     if job.verdict in ("slow_link", "slow_rank_and_link"):
         parts.append(
@@ -338,7 +347,7 @@ def _with_note(job: JobAnalysis) -> JobAnalysis:
             f"skew {skew}); {device_label(r.rank, r.device, pid=r.pid)} costs the others the most "
             f"({r.wait_caused_share:.1%} of their step time, last at {r.last_arrivals} of {r.collectives}, "
             f"{r.expected_last_arrivals:.1f} expected by chance) but not often enough, or without enough extra "
-            "compute, to be called a straggler"
+            "compute or host delay of its own, to be called a straggler"
         )
     if job.verdict == "balanced":
         parts.append(
@@ -369,6 +378,7 @@ def analyze_job(
     table = device_table(events)
     if table.height < 2:
         return None
+    events = with_comm_flags(events, analysis.options)
     calls = collective_calls(events, table)
     alignment, matched = align_and_match(calls, anchors)
     if matched.height:

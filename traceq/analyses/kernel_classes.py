@@ -10,10 +10,13 @@ statistical normalisations, element-wise operators):
   (fused Adam, ``multi_tensor_apply``), ``reduction`` (sums, pooling, Triton ``red``/``per``),
   ``memory`` (copies, fills, concatenation, gather/scatter, layout changes, sorts),
   ``elementwise`` (activations, residual adds, casts, Triton ``poi``);
-* ``comm`` (NCCL/RCCL) and ``other`` (anything not recognised).
+* ``comm`` (a communication kernel) and ``other`` (anything not recognised).
 
-Names are matched case-insensitively against one ordered list of patterns, first match wins
-(:data:`KERNEL_CLASS_PATTERNS`), vectorised with polars (Rust ``regex`` syntax: no look-around).
+A kernel is ``comm`` exactly when the analyses count it as communication: its ``is_comm`` where the
+caller has the flag (``kernel_class_expr(comm=pl.col("is_comm"))``), else its name by
+:data:`traceq.comm_kernels.DEFAULT_COMM_PATTERNS`.  Other names are matched case-insensitively
+against one ordered list of patterns, first match wins (:data:`KERNEL_CLASS_PATTERNS`), vectorised
+with polars (Rust ``regex`` syntax: no look-around).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from __future__ import annotations
 from typing import Final
 
 import polars as pl
+
+from traceq.comm_kernels import comm_name_expr
 
 KERNEL_CLASSES: Final = (
     "gemm",
@@ -50,7 +55,6 @@ MEMORY_BOUND_CLASSES: Final = frozenset({"norm", "softmax", "loss", "optimizer",
 # memory because cuBLAS split-K reductions and transposes belong to their matmul (but fbgemm_gpu's
 # embedding kernels are not matmuls).
 KERNEL_CLASS_PATTERNS: Final[tuple[tuple[str, str], ...]] = (
-    ("comm", r"^(nccl|rccl)|nccl(Dev)?Kernel|msccl"),
     ("attention", r"flash|fmha|attention|_attn|attn_|sdpa|xformers|cutlassF|mha_fwd|mha_bwd"),
     (
         "norm",
@@ -83,17 +87,19 @@ KERNEL_CLASS_PATTERNS: Final[tuple[tuple[str, str], ...]] = (
         r"|clamp|threshold|axpy|_add|add_|_mul|mul_|where|masked|cast|convert|activation|exp_|pow_",
     ),
 )
-"""(class, pattern) in the order they are tried; names matching none are ``other``."""
+"""(class, pattern) in the order they are tried, after ``comm``; names matching none are ``other``."""
 
 
-def kernel_class_expr(name: pl.Expr | None = None) -> pl.Expr:
+def kernel_class_expr(name: pl.Expr | None = None, comm: pl.Expr | None = None) -> pl.Expr:
     """A polars expression classifying kernel names (default: the ``name`` column) into
-    :data:`KERNEL_CLASSES`; a String column, named ``kernel_class``."""
+    :data:`KERNEL_CLASSES`; a String column, named ``kernel_class``.  ``comm``: whether each is a
+    communication kernel (the ``is_comm`` column); default: its name by the default patterns."""
     text = (pl.col("name") if name is None else name).cast(pl.String)
     out = pl.lit("other")
     for cls, pattern in reversed(KERNEL_CLASS_PATTERNS):  # innermost is tried last: first pattern wins
         out = pl.when(text.str.contains(f"(?i){pattern}")).then(pl.lit(cls)).otherwise(out)
-    return out.alias("kernel_class")
+    is_comm = comm_name_expr(text) if comm is None else comm.fill_null(False)
+    return pl.when(is_comm).then(pl.lit("comm")).otherwise(out).alias("kernel_class")
 
 
 def classify_kernels(names: pl.Series) -> pl.Series:

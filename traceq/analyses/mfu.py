@@ -154,13 +154,16 @@ def compute_mfu(
     ``gpus`` is n_gpu, the GPUs that share ``tokens_per_step`` (the whole job, not only the
     profiled ranks); ``gpu_names`` are the trace's GPU names (or :class:`~traceq.meta.GpuInfo`)
     for the peak lookup, unless ``peak_tflops`` is given.  Only step windows count: a device
-    without step ranges has no step time to divide by.
+    without step ranges has no step time to divide by.  The mean is over the steady steps: warm-up
+    steps (``StepBreakdown.warmup``) are listed but left out of it, unless the analysis was asked
+    for all steps (or every step is warm-up).
     """
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise InvalidArgumentError(f"gpus must be a positive integer, got {gpus!r}")
     peak_flops, peak_source = resolve_peak(gpu_names, peak_tflops)
     stepped = {(d.rank, d.device, d.pid) for d in analysis.devices if d.window == "steps"}
     windows = [s for s in analysis.steps if (s.rank, s.device, s.pid) in stepped and s.dur_ns > 0]
+    steady = [s for s in windows if analysis.options.all_steps or not s.warmup] or windows
     if not windows:
         raise InvalidArgumentError(
             "MFU needs step windows and the trace has no step ranges",
@@ -183,10 +186,11 @@ def compute_mfu(
             dur_ns=s.dur_ns,
             mfu=utilisation(s.dur_ns),
             hfu=None if hw_factor is None else hw_factor * utilisation(s.dur_ns),
+            warmup=s.warmup,
         )
         for s in windows
     )
-    mean_dur_ns = sum(s.dur_ns for s in windows) / len(windows)
+    mean_dur_ns = sum(s.dur_ns for s in steady) / len(steady)
     mean_mfu = flops_per_step / (mean_dur_ns * 1e-9 * capacity)
     return Mfu(
         model_flops_per_token=flops_per_token,

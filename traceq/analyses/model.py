@@ -13,12 +13,88 @@ from typing import Any, ClassVar, Final
 
 import polars as pl
 
-CAUSES: Final = ("input", "sync", "launch", "other", "unknown")
-"""Causes of an idle gap, in the order the rules try them (``unknown``: no launching call found)."""
+from traceq.analyses.options import Options
+from traceq.intervals import Intervals
+
+CAUSES: Final = ("input", "sync", "compile", "launch", "cpu", "dependency", "unknown")
+"""Causes of idle time, in report order (``docs/analyses.md``: what the host was doing at each idle ns)."""
+
+GAP_KINDS: Final = ("leading", "between", "trailing")
+"""Where an idle interval lies: before a device's first activity, between two, after its last."""
 
 
 def zero_by_cause() -> dict[str, int]:
     return dict.fromkeys(CAUSES, 0)
+
+
+REGIME_VERDICTS: Final = (
+    "overhead-bound",
+    "memory-bound",
+    "compute-bound",
+    "communication-bound",
+    "input-bound",
+    "idle",
+)
+"""What limits a device's steady step (``docs/analyses.md``, "Regimes"); ``idle`` when nothing does."""
+
+
+@dataclass(frozen=True)
+class Regime:
+    """What limits a device's steady-state step (seed 000's regimes), with the numbers behind it (ns
+    over its steady step windows)."""
+
+    FIELD_ENUMS: ClassVar[dict[str, tuple[str, ...]]] = {"verdict": REGIME_VERDICTS}
+
+    verdict: str
+    step_ns: int
+    """Steady step time: the step windows outside warm-up."""
+    overhead_ns: int
+    """Idle ns the host spent issuing kernels, and CPU idle inside short gaps before kernels."""
+    memory_ns: int
+    """Time memory-bound kernel classes run (union)."""
+    compute_ns: int
+    """Time math kernel classes run (gemm, conv, attention; union)."""
+    communication_ns: int
+    """Exposed communication."""
+    input_ns: int
+    """Idle ns waiting for the data loader."""
+    t_k_ns: int | None
+    """Median kernel duration (communication kernels aside)."""
+    t_cpu_ns: int | None
+    """Median interval between consecutive launches on the main launching thread."""
+    graph_share: float
+    """Share of the kernels a CUDA-graph launch replayed."""
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """A device's breakdown over its steady step windows (warm-up left out): what the findings and
+    the regime weigh (ns)."""
+
+    windows: int
+    """Step windows counted (the activity window counts as one)."""
+    dur_ns: int
+    compute_ns: int
+    comm_ns: int
+    exposed_comm_ns: int
+    idle_ns: int
+    idle_by_cause_ns: Mapping[str, int]
+    longest_cpu_idle_ns: int
+    """The longest single stretch of ``cpu`` idle (host busy with other work: Python, callbacks, a
+    garbage-collection pause) inside these windows."""
+
+
+@dataclass(frozen=True)
+class CommKernelStat:
+    """One kernel name counted as communication (``docs/analyses.md``, "Communication kernels"): how
+    often it ran, for how long, and which rule counted it."""
+
+    name: str
+    count: int
+    total_ns: int
+    matched_by: str
+    """The library whose default pattern matched it (``NCCL``, ``DeepEP``, ...), ``--comm-pattern``
+    (one of the user's patterns), or ``trace metadata`` (the trace marks it a collective)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +120,17 @@ class DeviceBreakdown:
     kernels: int
     memcpys: int
     memsets: int
+    warmup_steps: int
+    """Leading step windows left out of the steady state (``docs/analyses.md``, "Warm-up")."""
+    steady: SteadyState
+    launch_latency_ns: int
+    """The device's measured launch latency (launch return to kernel start on an idle GPU)."""
+    regime: Regime | None
+    unlaunched_activities: int
+    """Its GPU activities (of ``kernels + memcpys + memsets``) with no launching call recorded: the
+    profiler did not record their CPU side, so idle before them is ``unknown``."""
+    comm_kernels: tuple[CommKernelStat, ...]
+    """The kernel names it counted as communication, most GPU time first (over the whole trace)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +150,8 @@ class StepBreakdown:
     exposed_comm_ns: int
     idle_ns: int
     idle_by_cause_ns: Mapping[str, int]
+    warmup: bool
+    """A warm-up step: left out of the steady state (findings, MFU) unless all steps are asked for."""
 
 
 @dataclass(frozen=True)
@@ -90,9 +179,10 @@ class CallRef:
 
 @dataclass(frozen=True)
 class Gap:
-    """A maximal interval with no activity on a device, between two activities, and its cause."""
+    """A maximal idle interval of a device (between two activities, or before its first or after its
+    last), the ns of it each cause takes, its dominant cause and the calls behind it."""
 
-    FIELD_ENUMS: ClassVar[dict[str, tuple[str, ...]]] = {"cause": CAUSES}
+    FIELD_ENUMS: ClassVar[dict[str, tuple[str, ...]]] = {"cause": CAUSES, "kind": GAP_KINDS}
 
     rank: int | None
     device: int
@@ -102,10 +192,16 @@ class Gap:
     dur_ns: int
     in_steps_ns: int
     """How much of the gap lies inside the device's step windows (what counts toward idle_by_cause)."""
+    kind: str
     cause: str
-    next: ActivityRef
+    """The cause with the most ns in the gap (ties: in report order)."""
+    causes_ns: Mapping[str, int]
+    """ns of the gap per cause (they sum to ``dur_ns``)."""
+    next: ActivityRef | None
+    """The activity that ended the gap (none after the last activity)."""
     launch: CallRef | None
     sync: CallRef | None
+    """The synchronising call that blocked the host in the gap or drained the queue before it."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +223,7 @@ class Analysis:
 
     ``devices``/``steps``/``kernels`` are complete; ``gaps`` holds the longest ``max_gaps`` gaps
     (longest first) while ``gap_table`` holds every gap as a DataFrame (columns documented in
-    :func:`traceq.analyses.gaps.attribute_gaps`), except in an analysis merged from a job's parts
+    :func:`traceq.analyses.attribution.attribute`), except in an analysis merged from a job's parts
     (:mod:`traceq.analyses.parts`), whose ``gap_table`` holds no rows (the gaps stay in each
     part's table) and whose ``gaps_total`` counts them.
     """
@@ -143,7 +239,12 @@ class Analysis:
     kernel_totals: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
     """Every kernel name's count, total and longest duration (:func:`traceq.analyses.breakdown.kernel_totals`);
     ``kernels`` lists the top ones."""
+    idle_causes: Mapping[int, Mapping[str, Intervals]] = field(default_factory=dict, repr=False, compare=False)
+    """Per dev and cause, the idle ns (:class:`traceq.analyses.attribution.Attribution`); empty in an
+    analysis merged from a job's parts."""
     windows: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
+    options: Options = field(default_factory=Options, repr=False, compare=False)
+    """What the analysis was asked (the step pattern, the input pattern, whether warm-up counts)."""
     """The step windows (:func:`traceq.analyses.steps.step_windows`: dev, window, step, name, start_ns,
     end_ns); no rows in an analysis merged from a job's parts."""
 
@@ -228,6 +329,8 @@ class MfuStep:
     dur_ns: int
     mfu: float
     hfu: float | None
+    warmup: bool
+    """A warm-up step: listed, but left out of the mean."""
 
 
 @dataclass(frozen=True)
@@ -242,151 +345,6 @@ class Mfu:
     peak_source: str
     """Where the peak came from: ``--peak-tflops``, or the GPU name matched in the peak table."""
     mean_mfu: float
+    """Over the steady steps (warm-up left out): total model FLOPs over total step time."""
     mean_hfu: float | None
     steps: tuple[MfuStep, ...]
-
-
-CLOCK_METHODS: Final = ("single_clock", "anchor", "collective_end", "none")
-"""How the ranks' clocks were put on one clock (``docs/multi-rank.md``)."""
-
-JOB_VERDICTS: Final = ("slow_rank", "slow_link", "slow_rank_and_link", "skewed", "balanced", "no_collectives")
-"""What the cross-rank analysis concludes about a job's collectives."""
-
-
-@dataclass(frozen=True)
-class ClockAlignment:
-    """How the sources' clocks were aligned: ``aligned_ns = start_ns + offsets_ns[source]``, on the
-    clock of ``reference``.  The event table keeps every trace's own clock; only the collective
-    analysis applies the offsets."""
-
-    FIELD_ENUMS: ClassVar[dict[str, tuple[str, ...]]] = {"method": CLOCK_METHODS}
-    FIELD_DOCS: ClassVar[dict[str, str]] = {
-        "method": "single_clock (one file), anchor (the traces' own epoch anchors), collective_end (the end of "
-        "the first collective every rank shares), none (no way to align: collectives not compared).",
-        "offsets_ns": "ns to add to a source's times to put them on the reference clock, by source path.",
-        "residual_skew_ns": "Median, over matched collectives, of the spread of their end times after alignment "
-        "(collectives end together, so this is what alignment and matching leave over); null without collectives.",
-    }
-
-    method: str
-    reference: str | None
-    """The source whose clock the aligned times are on (the lowest rank's)."""
-    offsets_ns: Mapping[str, int]
-    residual_skew_ns: int | None
-    note: str
-    """One line: how the clocks were aligned, or why they could not be."""
-
-
-@dataclass(frozen=True)
-class CollectiveStat:
-    """One collective matched across ranks: the n-th of its kind on its channel on every rank.
-
-    Times on the aligned clock (ns).  ``waits_ns`` and ``last`` index :attr:`JobAnalysis.ranks`.
-    """
-
-    index: int
-    """Position in time order (by the earliest arrival)."""
-    kind: str
-    """AllReduce, AllGather, ReduceScatter, SendRecv, Broadcast, AllToAll, Reduce, Send, Recv, or the
-    kernel's name when it names none of these."""
-    channel: str
-    """``stream 20`` when every rank runs this kind on the same stream ids, else ``stream #1`` (the
-    rank's first stream of this kind by first use, then #2, ...)."""
-    seq: int
-    """n: the collective's position (from 0) among those of its kind on its channel."""
-    ranks: int
-    """Ranks that took part."""
-    start_ns: int
-    """The earliest arrival (kernel start)."""
-    end_ns: int
-    """The latest kernel end."""
-    arrival_skew_ns: int
-    """Latest start − earliest start."""
-    last: int | None
-    """The rank (position in ``JobAnalysis.ranks``) that arrived last; null when all started together."""
-    transfer_ns: int
-    """The last arrival's kernel duration: the collective's time once every rank was there."""
-    end_spread_ns: int
-    """Latest end − earliest end (small when the clocks are aligned and the match is right)."""
-    waits_ns: tuple[int | None, ...]
-    """Per rank (as ``JobAnalysis.ranks``): its start → the last rank's start; null when absent."""
-
-
-@dataclass(frozen=True)
-class RankSummary:
-    """One rank (device) of a job: its breakdown per step and what it did at the collectives."""
-
-    rank: int | None
-    device: int
-    pid: int | None
-    source: str
-    steps: int
-    """Step windows (0: the activity window, counted as one step below)."""
-    step_ns_per_step: float
-    compute_ns_per_step: float
-    exposed_comm_ns_per_step: float
-    idle_ns_per_step: float
-    compute_excess_ns_per_step: float
-    """Compute per step − the median over all ranks (``JobAnalysis.median_compute_ns_per_step``)."""
-    collectives: int
-    """Matched collectives it took part in."""
-    last_arrivals: int
-    """How many of them it arrived at last."""
-    expected_last_arrivals: float
-    """How many it would arrive at last by chance: Σ 1/ranks over its collectives with arrival skew."""
-    last_arrival_bound: float
-    """Chernoff bound on the chance of arriving last at least ``last_arrivals`` times by chance (1 when
-    not above the expectation)."""
-    wait_ns: int
-    """Its total wait inside collectives (its start → the last rank's start)."""
-    exposed_wait_ns: int
-    """The part of ``wait_ns`` with no compute of its own beside it (time lost, not hidden)."""
-    wait_caused_ns: int
-    """The other ranks' total wait in the collectives it arrived at last."""
-    exposed_wait_caused_ns: int
-    """The exposed part of ``wait_caused_ns``."""
-    wait_caused_share: float
-    """Median over the other communicating ranks of (the exposed wait it caused them / their step time):
-    what it costs the others."""
-    straggler: bool
-    """Arrives last far more often than chance and computes more per step than the median of the others."""
-
-
-@dataclass(frozen=True)
-class JobAnalysis:
-    """A whole job across ranks: clock alignment, collectives matched across ranks, per-rank summary and
-    the verdict: a slow rank (compute skew), a slow link (long collectives, little arrival skew), both,
-    or neither.  Definitions: ``docs/multi-rank.md``.
-
-    ``collectives`` holds the first ``max_collectives`` matched collectives in time order
-    (``collectives_total`` counts them all); ``collective_table`` holds every matched call as a
-    DataFrame (columns in :func:`traceq.analyses.collectives.match_collectives`).
-    """
-
-    FIELD_ENUMS: ClassVar[dict[str, tuple[str, ...]]] = {"verdict": JOB_VERDICTS}
-
-    clock: ClockAlignment
-    comm_calls: int
-    """Communication kernels on the ranks."""
-    unmatched_calls: int
-    """Those that matched no call on another rank (their n-th has no partner)."""
-    collectives_total: int
-    collectives: tuple[CollectiveStat, ...]
-    ranks: tuple[RankSummary, ...]
-    """One per device, in device order (rank, then source, process, GPU)."""
-    median_compute_ns_per_step: float
-    median_arrival_skew_ns: int | None
-    median_transfer_ns: int | None
-    """Median over collectives of ``transfer_ns`` (the last arrival's kernel duration)."""
-    wait_share: float
-    """Σ waits / Σ collective kernel time over matched calls: how much of the collectives is waiting."""
-    exposed_comm_share: float
-    """Median over ranks of exposed communication / step time."""
-    verdict: str
-    straggler: int | None
-    """The slow rank (position in ``ranks``) when the verdict names one."""
-    slowest: int | None
-    """The rank that caused the most wait (position in ``ranks``); null without arrival skew."""
-    note: str
-    """One line: the verdict and its numbers, or why collectives could not be compared."""
-    collective_table: pl.DataFrame = field(repr=False, compare=False)

@@ -27,9 +27,22 @@ class Options:
 
     ``step_pattern``: a regex (matched case-insensitively) naming the CPU-side ranges that delimit
     steps; ``max_gaps``: the longest gaps listed (the gap table keeps all); ``top_kernels``: the
-    kernel names listed by total GPU time.
+    kernel names listed by total GPU time; ``input_pattern``: the user's data-loading ranges;
+    ``all_steps``: warm-up steps count as steady; ``comm_patterns`` and ``default_comm_patterns``:
+    which kernels are communication.
     """
 
     step_pattern: str = DEFAULT_STEP_PATTERN
     max_gaps: int = DEFAULT_MAX_GAPS
     top_kernels: int = DEFAULT_TOP_KERNELS
+    input_pattern: str | None = None
+    """A regex (Rust syntax) naming the user's own data-loading ranges, besides PyTorch's
+    ``enumerate(DataLoader)…__next__`` (``docs/analyses.md``)."""
+    all_steps: bool = False
+    """Keep warm-up steps in the steady state (findings, regimes, MFU); they are still named."""
+    comm_patterns: tuple[str, ...] = ()
+    """Regexes (Rust syntax, searched in the kernel name) of more communication kernels, besides
+    :data:`traceq.comm_kernels.DEFAULT_COMM_PATTERNS` (``docs/analyses.md``, "Communication kernels")."""
+    default_comm_patterns: bool = True
+    """Count the default patterns (and the trace's own collective metadata); false: only
+    ``comm_patterns`` make a kernel communication."""

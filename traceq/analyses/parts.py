@@ -19,7 +19,8 @@ in one process.  Three steps, each a function of small data:
 3. **detail** (:func:`detail_part`, where the part is read again): answers its request.
 
 Every number equals the one the whole-table functions compute (``analyze``, ``find_findings``,
-``analyze_job``) on the parts put together: each device's breakdown depends only on its own
+``analyze_job``) on the parts put together (each part's ``is_comm`` recomputed for the options
+first, as they do: :func:`~traceq.analyses.comm.with_comm_flags`): each device's breakdown depends only on its own
 source's rows; the top lists (gaps, kernels, rankings) are merged by the same functions that order
 one table's (:func:`~traceq.analyses.breakdown.longest_gaps`,
 :func:`~traceq.analyses.breakdown.top_kernels`); a rule's finding is explained by the rule itself,
@@ -36,11 +37,13 @@ import numpy as np
 import polars as pl
 
 from traceq import schema
-from traceq.analyses.breakdown import analyze, longest_gap_rows, longest_gaps, top_kernels
+from traceq.analyses.breakdown import analyze_flagged, longest_gap_rows, longest_gaps, top_kernels
 from traceq.analyses.collectives import compute_activity, wait_covered_ns
+from traceq.analyses.comm import with_comm_flags
 from traceq.analyses.findings import JOB_RULES, RANKED_RULES, rank_findings
 from traceq.analyses.findings_base import DeviceTotals, Ranking, WorstDevice, build_context, ranking
-from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, JobAnalysis, Mfu, StepBreakdown
+from traceq.analyses.job_model import JobAnalysis
+from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, Mfu, StepBreakdown
 from traceq.analyses.options import Options
 from traceq.analyses.steps import DEVICE_KEY, devices
 from traceq.analyses.timeline import TimelineWindow
@@ -94,7 +97,8 @@ def summarise_part(
     events: pl.DataFrame, sources: tuple[SourceMeta, ...], import_stats: tuple[CategoryCount, ...], options: Options
 ) -> PartSummary:
     """Summarise one part (its event table, ranks already assigned) for :func:`merge_parts`."""
-    analysis = analyze(events, options)
+    events = with_comm_flags(events, options)
+    analysis = analyze_flagged(events, options)
     totals: tuple[DeviceTotals, ...] = ()
     rankings: dict[str, tuple[tuple[float, int], ...]] = {rule.id: () for rule in RANKED_RULES}
     if analysis.devices:
@@ -177,6 +181,7 @@ def merge_parts(parts: Sequence[PartSummary], options: Options) -> MergedParts:
         kernels=top_kernels(kernels, options.top_kernels) if parts else (),
         gap_table=gaps.head(0),
         gaps_total=sum(p.gaps_total for p in parts),
+        options=options,
     )
     rankings = {
         rule.id: tuple(
@@ -210,8 +215,8 @@ def _local_dev() -> pl.Expr:
 
 def _steps_per_device(part: PartSummary) -> list[tuple[StepBreakdown, ...]]:
     """The part's steps (sorted by its dev, then time) cut into one run per device: each device has
-    as many as its step windows (``DeviceTotals.windows``)."""
-    counts = [t.windows for t in part.totals] if part.totals else [0] * len(part.breakdown)
+    as many as its step windows (the activity window counts as one)."""
+    counts = [d.steps if d.window == "steps" else 1 for d in part.breakdown]
     if sum(counts) != len(part.steps):
         raise RuntimeError(f"{sum(counts)} step windows but {len(part.steps)} steps in {part.sources}")
     out, start = [], 0
@@ -319,13 +324,14 @@ def detail_requests(
 def detail_part(events: pl.DataFrame, request: DetailRequest, options: Options) -> PartDetail:
     """Answer a :class:`DetailRequest` from the part's event table (ranks assigned as in
     :func:`summarise_part`)."""
+    events = with_comm_flags(events, options)
     table = devices(events)
     covered = np.zeros(0, np.int64)
     if request.waits is not None and request.waits.height:
         covered = _covered(events, table, request.waits)
     if not request.needs_analysis:
         return PartDetail(covered_ns=covered)
-    analysis = analyze(events, replace(options, top_kernels=0))
+    analysis = analyze_flagged(events, replace(options, top_kernels=0))
     findings: list[Finding] = []
     if request.rules:
         ctx = build_context(events, analysis, request.mfu)

@@ -24,14 +24,14 @@ Everything is selected with polars; Python only builds the (at most ``max_bars``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import polars as pl
 
 from traceq import schema
-from traceq.analyses.model import Analysis, DeviceBreakdown, StepBreakdown
+from traceq.analyses.model import CAUSES, Analysis, DeviceBreakdown, Gap, StepBreakdown
 from traceq.units import format_ns, shorten
 
 
@@ -264,7 +264,7 @@ def _gaps(
             start_ns=max(int(r["start_ns"]), start_ns),
             end_ns=min(int(r["end_ns"]), end_ns),
             cause=r["cause"],
-            label=gap_label(r),
+            label=gap_label({**r, "causes_ns": {c: r[f"{c}_ns"] for c in CAUSES}}),
         )
         for r in rows.iter_rows(named=True)
     )
@@ -275,26 +275,65 @@ def _short(name: str | None) -> str:
     return shorten(name or "?", LABEL_NAME_CHARS)
 
 
-def gap_label(row: dict[str, Any]) -> str:
-    """One line naming a gap's cause and the CPU call behind it, from a gap-table row.
+def gap_label(row: Mapping[str, Any]) -> str:
+    """One line naming a gap's dominant cause, the CPU call behind it, and its other causes, from a
+    gap-table row (or :func:`gap_fields` of a :class:`~traceq.analyses.model.Gap`).
 
-    ``sync: cudaStreamSynchronize ended 12.0 µs before cudaLaunchKernel``,
-    ``launch: cudaLaunchKernel called 15.2 µs into the gap``, ``input: waited for [CUDA memcpy
-    HtoD] (cudaMemcpyAsync)``, ``other: cudaLaunchKernel returned 3.10 ms before the gap``,
-    ``unknown: no launch recorded for <next activity>``.
+    ``sync: cudaStreamSynchronize returned 12.0 µs before cudaLaunchKernel``, ``launch:
+    cudaLaunchKernel called 1.50 µs into the gap``, ``input: the host was in the data loader``,
+    ``dependency: cudaLaunchKernel returned 3.10 ms before the gap (queued work waited)``,
+    ``unknown: no launch recorded for <next activity>``; then ``; also cpu 30%, launch 10%``.
     """
     cause = str(row["cause"])
     launch = _short(row["launch_name"])
     gap_start = int(row["start_ns"])
     if cause == "sync" and row["sync_name"] is not None:
-        lead = format_ns(int(row["launch_start_ns"]) - int(row["sync_end_ns"]))
-        return f"sync: {_short(row['sync_name'])} ended {lead} before {launch}"
-    if cause == "launch":
+        if row["launch_start_ns"] is not None and int(row["sync_end_ns"]) <= int(row["launch_start_ns"]):
+            lead = format_ns(int(row["launch_start_ns"]) - int(row["sync_end_ns"]))
+            why = f"sync: {_short(row['sync_name'])} returned {lead} before {launch}"
+        else:
+            why = f"sync: the host was blocked in {_short(row['sync_name'])}"
+    elif cause == "launch" and row["launch_start_ns"] is not None:
         if int(row["launch_start_ns"]) >= gap_start:
-            return f"launch: {launch} called {format_ns(int(row['launch_start_ns']) - gap_start)} into the gap"
-        return f"launch: {launch} returned {format_ns(int(row['launch_end_ns']) - gap_start)} into the gap"
-    if cause == "input":
-        return f"input: waited for {_short(row['next_name'])} ({launch})"
-    if cause == "other":
-        return f"other: {launch} returned {format_ns(gap_start - int(row['launch_end_ns']))} before the gap"
-    return f"{cause}: no launch recorded for {_short(row['next_name'])}"
+            why = f"launch: {launch} called {format_ns(int(row['launch_start_ns']) - gap_start)} into the gap"
+        else:
+            why = f"launch: {launch} returned {format_ns(int(row['launch_end_ns']) - gap_start)} into the gap"
+    elif cause == "dependency" and row["launch_end_ns"] is not None:
+        before = int(row["launch_end_ns"]) - gap_start
+        when = f"{format_ns(-before)} before the gap" if before < 0 else f"{format_ns(before)} into the gap"
+        why = f"dependency: {launch} returned {when}; the queued work waited (another stream, an event, a peer)"
+    elif cause == "input":
+        why = "input: the host was in the data loader"
+    elif cause == "compile":
+        why = "compile: the host was compiling (torch.compile)"
+    elif cause == "cpu" and row["launch_name"]:
+        why = f"cpu: the host ran other CPU work before {launch}"
+    elif cause == "cpu" and row["next_name"]:
+        why = f"cpu: no launch recorded for {_short(row['next_name'])}; the host that last fed the GPU ran CPU work"
+    elif cause == "cpu":
+        why = "cpu: the host that last fed the GPU ran CPU work"
+    else:
+        why = f"{cause}: no launch recorded for {_short(row['next_name'])}"
+    dur = int(row["dur_ns"])
+    others = sorted(
+        ((ns, c) for c, ns in row["causes_ns"].items() if c != cause and ns > 0), key=lambda nc: (-nc[0], nc[1])
+    )
+    if dur > 0 and others:
+        why += "; also " + ", ".join(f"{c} {ns / dur:.0%}" for ns, c in others[:3])
+    return why
+
+
+def gap_fields(g: Gap) -> dict[str, Any]:
+    """A :class:`~traceq.analyses.model.Gap` as the row :func:`gap_label` reads."""
+    return {
+        "cause": g.cause,
+        "start_ns": g.start_ns,
+        "dur_ns": g.dur_ns,
+        "causes_ns": g.causes_ns,
+        "next_name": g.next.name if g.next else None,
+        "launch_name": g.launch.name if g.launch else None,
+        "launch_start_ns": g.launch.start_ns if g.launch else None,
+        "launch_end_ns": g.launch.end_ns if g.launch else None,
+        "sync_name": g.sync.name if g.sync else None,
+        "sync_end_ns": g.sync.end_ns if g.sync else None,
+    }

@@ -43,6 +43,10 @@ def render_info(info: Mapping[str, Any]) -> str:
             lines.append(f"  {kind:<10} {_n(count):>12}")
     lines.append("")
     lines.extend(_stats_table(info["import_stats"]))
+    coverage = info.get("launch_coverage", [])
+    if coverage:
+        lines.append("")
+        lines.extend(_launch_table(coverage))
     if info["warnings"]:
         lines.append("")
         lines.append("warnings")
@@ -64,4 +68,25 @@ def _stats_table(stats: Sequence[Mapping[str, Any]]) -> list[str]:
     total_rows = sum(s["rows"] for s in stats)
     total_skipped = total_events - total_rows
     lines.append(f"  {'total':<36} {_n(total_events):>10} {_n(total_rows):>10} {_n(total_skipped):>9}")
+    return lines
+
+
+def _launch_table(coverage: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per source: GPU activities, and those with no launching call (kernels, memcpys, memsets)."""
+    several = len(coverage) > 1
+    lines = ["GPU activities without a launching call (no cuda_api row with their correlation id)"]
+    lines.append(f"  {'source' if several else '':<36} {'activities':>10} {'unlaunched':>10} {'share':>7}")
+    for c in coverage:
+        share = c["unlaunched"] / c["activities"] if c["activities"] else 0.0
+        label = str(c["source"]) if several else "all"
+        lines.append(f"  {label[-36:]:<36} {_n(c['activities']):>10} {_n(c['unlaunched']):>10} {share:>7.1%}")
+        if c["unlaunched"]:
+            kinds = ", ".join(
+                f"{_n(c[f'unlaunched_{kind}'])} {kind}"
+                for kind in ("kernels", "memcpys", "memsets")
+                if c[f"unlaunched_{kind}"]
+            )
+            lines.append(f"      {kinds}")
+    if any(c["unlaunched"] for c in coverage):
+        lines.append("  idle before unlaunched work has no host thread to read: the report calls it unknown")
     return lines

@@ -9,15 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from traceq.analyses.model import (
-    DeviceBreakdown,
-    Finding,
-    Gap,
-    JobAnalysis,
-    KernelStat,
-    Mfu,
-    StepBreakdown,
-)
+from traceq.analyses.job_model import JobAnalysis
+from traceq.analyses.model import DeviceBreakdown, Finding, Gap, KernelStat, Mfu, StepBreakdown
 from traceq.analyses.timeline import TimelineExcerpt
 from traceq.meta import SourceMeta
 from traceq.report.jsonschema import dataclass_schema, to_jsonable

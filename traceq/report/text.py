@@ -7,8 +7,10 @@ from textwrap import wrap
 
 import click
 
-from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding, JobAnalysis
+from traceq.analyses.job_model import JobAnalysis
+from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding, Regime
 from traceq.report.model import Report
+from traceq.report.notes import comm_kernels, comm_summary, unknown_idle_note
 from traceq.units import device_label, format_ns, pct, shorten
 
 WIDTH = 80
@@ -45,6 +47,10 @@ def render_text(report: Report) -> str:
         lines.append("no GPU activity in this trace: nothing to break down")
         return "\n".join(lines) + "\n"
     lines.extend(_breakdown(report.devices))
+    comm = _comm_kernels(report.devices)
+    if comm:
+        lines.append("")
+        lines.extend(comm)
     lines.append("")
     lines.extend(_idle_by_cause(report.devices))
     lines.append("")
@@ -99,15 +105,65 @@ def _breakdown(devices: Sequence[DeviceBreakdown]) -> list[str]:
         )
     if any(d.window == "activity" for d in devices):
         out.append("  (-: no step ranges matched; the window is the device's first to last activity)")
+    for d in devices[:REGIME_LINES]:
+        if d.regime is not None:
+            label = device_label(d.rank, d.device, style="column")
+            warm = (
+                f"; {d.warmup_steps} warm-up step{'s' if d.warmup_steps > 1 else ''} left out" if d.warmup_steps else ""
+            )
+            out.append(shorten(f"  {label}: {d.regime.verdict} ({_regime_evidence(d.regime)}){warm}", WIDTH))
     return out
 
 
+REGIME_LINES = 4
+"""Devices whose regime the summary names."""
+
+
+def _regime_evidence(r: Regime) -> str:
+    """The regime's largest share, and the launch pace where the host sets it."""
+    share = {
+        "overhead-bound": r.overhead_ns,
+        "memory-bound": r.memory_ns,
+        "compute-bound": r.compute_ns,
+        "communication-bound": r.communication_ns,
+        "input-bound": r.input_ns,
+    }.get(r.verdict, 0)
+    text = f"{pct(share, r.step_ns)} of steady step time"
+    if r.verdict == "overhead-bound" and r.t_k_ns is not None and r.t_cpu_ns is not None:
+        text += f"; t_k {format_ns(r.t_k_ns)} < t_cpu {format_ns(r.t_cpu_ns)}"
+    return text
+
+
+CAUSE_HEADINGS = {"dependency": "depend."}
+"""Column headings where a cause's name is wider than its column."""
+
+
 def _idle_by_cause(devices: Sequence[DeviceBreakdown]) -> list[str]:
-    header = "".join(f"{c:>9}" for c in CAUSES)
+    header = "".join(f"{CAUSE_HEADINGS.get(c, c):>9}" for c in CAUSES)
     out = [_heading("idle time by cause (share of step time)"), f"  {'device':<12}{header}"]
     for d in devices:
         cells = "".join(f"{pct(d.idle_by_cause_ns[c], d.dur_ns):>9}" for c in CAUSES)
         out.append(f"  {device_label(d.rank, d.device, style='column'):<12}{cells}")
+    for d in devices:
+        why = unknown_idle_note(d)
+        if why is not None:
+            out.extend(f"  {line}" for line in wrap(f"{device_label(d.rank, d.device)}: {why}", WIDTH - 2))
+    return out
+
+
+def _comm_kernels(devices: Sequence[DeviceBreakdown], limit: int = 3) -> list[str]:
+    """The kernel names counted as communication (over every device): how many, by which rule, and
+    the ones with the most time; nothing without communication kernels."""
+    stats = comm_kernels(devices)
+    if not stats:
+        return []
+    out = [_heading("communication kernels")]
+    out.extend(f"  {line}" for line in wrap(comm_summary(stats), WIDTH - 2))
+    for s in stats[:limit]:
+        row = f"  {format_ns(s.total_ns):>10} {s.count:>7,}  "
+        out.append(row + shorten(s.name, WIDTH - len(row)))
+    if len(stats) > limit:
+        out.append(f"  … and {len(stats) - limit} more (the JSON report lists every one, per device)")
     return out
 
 
@@ -161,7 +217,7 @@ def _gaps(report: Report, limit: int = 5) -> list[str]:
             why = f"waited for {g.launch.name}"
         else:
             why = "no launch record"
-        out.append(shorten(f"{head} {why} -> {g.next.name}", WIDTH))
+        out.append(shorten(f"{head} {why} -> {g.next.name if g.next else '(end of trace)'}", WIDTH))
     return out
 
 

@@ -24,6 +24,7 @@ from typing import Final, Literal
 
 import polars as pl
 
+from traceq.comm_kernels import comm_name_expr
 from traceq.importers.kineto.compact import (
     PER_EVENT_ARG_COLUMNS,
     ROW,
@@ -151,7 +152,7 @@ def normalise(events: pl.DataFrame, *, source: str, rank: int | None, non_object
 
 
 _NAMED: Final = (
-    ("nccl_name", "kernel", pl.Boolean()),
+    ("comm_name", "kernel", pl.Boolean()),
     ("copy_kind", "memcpy", COPY_KIND_DTYPE),
     ("sync_kind", "gpu_sync", SYNC_KIND_DTYPE),
 )
@@ -159,7 +160,8 @@ _NAMED: Final = (
 
 
 def _name_facts(events: pl.DataFrame, kind: pl.Expr) -> dict[str, pl.Expr]:
-    """Per row, what the name of a kernel, memcpy or sync row says: an NCCL kernel, the copy kind,
+    """Per row, what the name of a kernel, memcpy or sync row says: a communication kernel
+    (:data:`traceq.comm_kernels.DEFAULT_COMM_PATTERNS`), the copy kind,
     the sync kind.  Worked out once per distinct (kind, name) -- a few thousand strings rather than
     millions of rows -- and looked up by the name's categorical code."""
     text = pl.col("name").cast(pl.String)
@@ -173,7 +175,7 @@ def _name_facts(events: pl.DataFrame, kind: pl.Expr) -> dict[str, pl.Expr]:
         .unique()
         .with_columns(
             code=pl.col("name").to_physical(),
-            nccl_name=text.str.contains(r"(?i)^nccl"),
+            comm_name=comm_name_expr(text),
             copy_kind=copy_token.replace_strict(_COPY_KIND_OF_TOKEN, default="unknown", return_dtype=COPY_KIND_DTYPE),
             sync_kind=sync_name.replace_strict(_SYNC_KIND_OF_NAME, default="unknown", return_dtype=SYNC_KIND_DTYPE),
         )
@@ -376,7 +378,7 @@ def _final_columns(*, source: str, rank: int | None, by_name: dict[str, pl.Expr]
         pl.when(gpu).then(pl.coalesce("device_arg", "pid_num")).cast(pl.Int32, strict=False).alias("device"),
         pl.when(gpu & ~stream.is_in(_NO_STREAM)).then(stream).alias("stream"),
         pl.col("correlation"),
-        (by_name["nccl_name"] | ((kind == "kernel") & pl.col("has_collective"))).fill_null(False).alias("is_comm"),
+        (by_name["comm_name"] | ((kind == "kernel") & pl.col("has_collective"))).fill_null(False).alias("is_comm"),
         pl.col("bytes"),
         by_name["copy_kind"].alias("copy_kind"),
         pl.lit(rank, dtype=pl.Int32).alias("rank"),

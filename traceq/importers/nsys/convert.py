@@ -183,9 +183,12 @@ def convert_kernels(raw: pl.DataFrame, strings: StringLookup) -> Converted:
         *_gpu_columns(),
         kind=pl.lit("kernel"),
         name=pl.coalesce(by_id("demangledName", names, "name"), by_id("shortName", names, "name")),
-        # NCCL/RCCL kernels: ncclKernel_* (older NCCL), ncclDevKernel_* (newer).  shortName never
-        # carries a return type, so it is the reliable test; the full name is the fallback.
-        is_comm=pl.coalesce(by_id("shortName", names, "nccl"), by_id("demangledName", names, "nccl")).fill_null(False),
+        # Communication kernels (traceq.comm_kernels): shortName never carries a return type
+        # (ncclDevKernel_SendRecv), the demangled name carries the namespace (deep_ep::intranode::...),
+        # so either may be the one a pattern matches.
+        is_comm=(
+            by_id("shortName", names, "comm").fill_null(False) | by_id("demangledName", names, "comm").fill_null(False)
+        ),
         grid_x="gridX",
         grid_y="gridY",
         grid_z="gridZ",

@@ -4,9 +4,9 @@ Event tables name things by ``StringIds`` id.  :class:`StringLookup` fetches the
 a chunk of rows references (only those not asked for before, so the first chunk of a table brings
 almost every name and later ones bring few or none), and derives, per distinct string rather than
 per row, what the converters need: kernel names as the event table's Categorical plus whether
-each is an NCCL/RCCL kernel, and API names without nsys's CUDA-version suffix.  Rows then take
-these by id with one vectorised ``replace_strict`` (:func:`by_id`), so no string is copied or
-hashed per row.
+each is a communication kernel (:data:`traceq.comm_kernels.DEFAULT_COMM_PATTERNS`), and API names
+without nsys's CUDA-version suffix.  Rows then take these by id with one vectorised
+``replace_strict`` (:func:`by_id`), so no string is copied or hashed per row.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Final
 
 import polars as pl
 
+from traceq.comm_kernels import comm_name_expr
 from traceq.importers.nsys.export_db import ExportDb
 
 CUDA_VERSION_SUFFIX: Final = r"_v\d{4,}$"
@@ -53,12 +54,12 @@ class StringLookup:
         return self._values
 
     def kernel_names(self) -> pl.DataFrame:
-        """``id``, ``name`` (Categorical) and ``nccl`` (the name starts with ``nccl``, any case)."""
+        """``id``, ``name`` (Categorical) and ``comm`` (the name is a communication kernel's)."""
         if "kernel" not in self._derived:
             self._derived["kernel"] = self._values.select(
                 "id",
                 name=pl.col("value").cast(NAME),
-                nccl=pl.col("value").str.to_lowercase().str.starts_with("nccl"),
+                comm=comm_name_expr(pl.col("value")),
             )
         return self._derived["kernel"]
 

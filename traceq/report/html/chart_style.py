@@ -28,14 +28,15 @@ PALETTE: Final[dict[str, str]] = {
     "copy": "#56B4E9",
     "input": "#CC79A7",
     "sync": "#D55E00",
+    "compile": "#332288",
     "launch": "#E69F00",
-    "other": "#F0E442",
-    "unknown": "#999999",
-    "edge": "#D9D9D9",
+    "cpu": "#F0E442",
+    "dependency": "#666666",
+    "unknown": "#BBBBBB",
 }
-"""Okabe–Ito colours: compute and (exposed) communication, copies on the timeline, one per idle
-cause, and light grey for idle time outside any gap (before a window's first activity or after
-its last)."""
+"""Okabe–Ito colours (and Tol's indigo for compile): compute and (exposed) communication, copies on
+the timeline, and one per idle cause; the two causes that are not the host's doing, dependency and
+unknown, in greys."""
 
 
 def plot_text(text: str) -> str:

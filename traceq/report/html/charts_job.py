@@ -15,7 +15,7 @@ from typing import Any, Final
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from traceq.analyses.model import JobAnalysis
+from traceq.analyses.job_model import JobAnalysis
 from traceq.report.html.chart_style import PALETTE, axis, figure_dict, layout, ms, plot_text
 from traceq.report.html.charts_steps import SEGMENTS, per_step_bar, stacked_bars
 from traceq.report.model import Report

@@ -38,12 +38,8 @@ class Segment:
     value: Callable[[StepBreakdown | DeviceBreakdown], int]
 
 
-def _outside_gaps(s: StepBreakdown | DeviceBreakdown) -> int:
-    return s.idle_ns - sum(s.idle_by_cause_ns.values())
-
-
 def cause_value(cause: str) -> Callable[[StepBreakdown | DeviceBreakdown], int]:
-    """The idle time (ns) of a step or device that gaps of ``cause`` take."""
+    """The idle time (ns) of a step or device of ``cause``."""
     return lambda s: int(s.idle_by_cause_ns.get(cause, 0))
 
 
@@ -51,7 +47,6 @@ SEGMENTS: Final[tuple[Segment, ...]] = (
     Segment("compute", "compute", PALETTE["compute"], lambda s: s.compute_ns),
     Segment("exposed_comm", "exposed comm", PALETTE["comm"], lambda s: s.exposed_comm_ns),
     *(Segment(f"idle_{c}", f"idle: {c}", PALETTE[c], cause_value(c)) for c in CAUSES),
-    Segment("idle_edge", "idle: outside gaps", PALETTE["edge"], _outside_gaps),
 )
 """The parts of step time, in stacking order; they add up to ``dur_ns``."""
 

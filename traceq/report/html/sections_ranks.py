@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from traceq.analyses.model import CAUSES, DeviceBreakdown, JobAnalysis
+from traceq.analyses.job_model import JobAnalysis
+from traceq.analyses.model import CAUSES, DeviceBreakdown
 from traceq.report.html.chart_style import PALETTE
 from traceq.report.html.charts_job import highlighted_rank, job_labels
 from traceq.report.html.charts_steps import cause_value

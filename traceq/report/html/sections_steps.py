@@ -9,19 +9,21 @@ templates only lay them out and escape every string.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from traceq.analyses.model import CAUSES, DeviceBreakdown, Gap
-from traceq.analyses.timeline import gap_label
+from traceq.analyses.model import CAUSES, DeviceBreakdown
+from traceq.analyses.timeline import gap_fields, gap_label
 from traceq.report.html.chart_style import PALETTE
 from traceq.report.html.charts_steps import MAX_STEP_CHART_DEVICES
 from traceq.report.html.tables import Cell, Column, Table, name_cell, num, row, table
 from traceq.report.model import Report
+from traceq.report.notes import comm_kernels, comm_summary, unknown_idle_note
 from traceq.units import device_label, format_ns, format_share, pct
 
 LONGEST_GAPS: Final = 10
 WINDOW_GAPS: Final = 6
 MFU_STEP_ROWS: Final = 100
+COMM_KERNEL_ROWS: Final = 20
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,10 @@ class Breakdown:
     activity_windows: bool
     charted_devices: int | None
     devices: int
+    warmup: bool
+    """Whether any device has warm-up steps (left out of the findings and MFU)."""
+    regimes: tuple[str, ...]
+    """One line per device (the first few): its regime and the numbers behind it."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,8 @@ class Idle:
     longest: Table | None
     longest_shown: int
     gaps_total: str
+    unknown_notes: tuple[str, ...] = ()
+    """Per device with ``unknown`` idle, why (:func:`traceq.report.notes.unknown_idle_note`)."""
 
 
 @dataclass(frozen=True)
@@ -66,10 +74,12 @@ class Timeline:
 
 @dataclass(frozen=True)
 class Kernels:
-    """The top kernels (``count`` of them)."""
+    """The top kernels (``count`` of them), and the kernel names counted as communication."""
 
     table: Table
     count: int
+    comm: Table | None = None
+    comm_summary: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,8 @@ def breakdown(report: Report, chart: bool) -> Breakdown:
                 num(pct(d.comm_ns, d.dur_ns)),
                 num(hidden),
                 num(f"{d.kernels:,}"),
+                Cell(d.regime.verdict if d.regime else "-", cls="nowrap"),
+                num(str(d.warmup_steps) if d.warmup_steps else "-"),
             )
         )
     columns = (
@@ -119,29 +131,38 @@ def breakdown(report: Report, chart: bool) -> Breakdown:
         Column("comm (all)", num=True),
         Column("comm hidden", num=True),
         Column("kernels", num=True),
+        Column("regime"),
+        Column("warm-up", num=True),
     )
     return Breakdown(
         table=table(columns, rows),
         chart=chart,
         step_pattern=report.step_pattern,
         activity_windows=any(d.window == "activity" for d in report.devices),
+        warmup=any(d.warmup_steps for d in report.devices),
+        regimes=tuple(_regime_line(d) for d in report.devices if d.regime is not None)[:MAX_STEP_CHART_DEVICES],
         charted_devices=MAX_STEP_CHART_DEVICES if len(report.devices) > MAX_STEP_CHART_DEVICES else None,
         devices=len(report.devices),
     )
 
 
-def _gap_row(g: Gap) -> dict[str, Any]:
-    """A gap as the row :func:`~traceq.analyses.timeline.gap_label` reads."""
-    return {
-        "cause": g.cause,
-        "start_ns": g.start_ns,
-        "next_name": g.next.name,
-        "launch_name": g.launch.name if g.launch else None,
-        "launch_start_ns": g.launch.start_ns if g.launch else None,
-        "launch_end_ns": g.launch.end_ns if g.launch else None,
-        "sync_name": g.sync.name if g.sync else None,
-        "sync_end_ns": g.sync.end_ns if g.sync else None,
-    }
+def _regime_line(d: DeviceBreakdown) -> str:
+    """One device's regime and its evidence, for the note under the breakdown."""
+    r = d.regime
+    assert r is not None
+    parts = (
+        ("overhead", r.overhead_ns),
+        ("memory-bound kernels", r.memory_ns),
+        ("math kernels", r.compute_ns),
+        ("exposed comm", r.communication_ns),
+        ("input", r.input_ns),
+    )
+    shares = ", ".join(f"{name} {pct(ns, r.step_ns)}" for name, ns in parts)
+    pace = ""
+    if r.t_k_ns is not None and r.t_cpu_ns is not None:
+        pace = f"; kernels run a median {format_ns(r.t_k_ns)}, launched every {format_ns(r.t_cpu_ns)}"
+    graphs = f"; {r.graph_share:.0%} of kernels replay as CUDA graphs" if r.graph_share else ""
+    return f"{device_label(d.rank, d.device, style='cell')}: {r.verdict} ({shares}{pace}{graphs})"
 
 
 def cause_cell(cause: str) -> Cell:
@@ -153,19 +174,16 @@ def idle(report: Report, chart: bool) -> Idle:
     columns = [Column("device"), Column("idle", num=True)]
     columns += [Column(c, num=True, swatch=PALETTE[c]) for c in CAUSES]
     columns += [
-        Column("outside gaps", num=True, swatch=PALETTE["edge"]),
         Column("idle per step", num=True),
         Column("gaps", num=True),
     ]
     rows = []
     for d in report.devices:
-        edge = d.idle_ns - sum(d.idle_by_cause_ns.values())
         rows.append(
             row(
                 cell_label(d.rank, d.device),
                 num(pct(d.idle_ns, d.dur_ns)),
                 *(num(pct(d.idle_by_cause_ns.get(c, 0), d.dur_ns)) for c in CAUSES),
-                num(pct(edge, d.dur_ns)),
                 num(format_ns(d.idle_ns / max(d.steps, 1))),
                 num(f"{sum(d.gaps_by_cause.values()):,}"),
             )
@@ -177,8 +195,8 @@ def idle(report: Report, chart: bool) -> Idle:
                 num(format_ns(g.dur_ns)),
                 cell_label(g.rank, g.device),
                 cause_cell(g.cause),
-                Cell(gap_label(_gap_row(g)), cls="name"),
-                name_cell(g.next.name, 120),
+                Cell(gap_label(gap_fields(g)), cls="name"),
+                name_cell(g.next.name if g.next else "(end of trace)", 120),
             )
             for g in report.gaps[:LONGEST_GAPS]
         ]
@@ -191,6 +209,11 @@ def idle(report: Report, chart: bool) -> Idle:
         longest=longest,
         longest_shown=min(LONGEST_GAPS, len(report.gaps)),
         gaps_total=f"{total:,}",
+        unknown_notes=tuple(
+            f"{device_label(d.rank, d.device)}: {note}"
+            for d in report.devices
+            if (note := unknown_idle_note(d)) is not None
+        ),
     )
 
 
@@ -249,7 +272,16 @@ def kernels(report: Report) -> Kernels:
         Column("mean", num=True),
         Column("max", num=True),
     )
-    return Kernels(table(columns, rows), len(report.kernels))
+    stats = comm_kernels(report.devices)
+    comm = None
+    if stats:
+        comm_rows = [
+            row(name_cell(k.name), Cell(k.matched_by), num(f"{k.count:,}"), num(format_ns(k.total_ns)))
+            for k in stats[:COMM_KERNEL_ROWS]
+        ]
+        comm_columns = (Column("kernel"), Column("counted by"), Column("count", num=True), Column("total", num=True))
+        comm = table(comm_columns, comm_rows)
+    return Kernels(table(columns, rows), len(report.kernels), comm, comm_summary(stats) if stats else "")
 
 
 def mfu(report: Report) -> MfuView | None:

@@ -1,0 +1,215 @@
+"""What a CPU thread was doing, as sets of intervals: blocked in a sync, loading data, compiling, busy.
+
+The idle attribution (:mod:`traceq.analyses.attribution`) reads the host's state at every idle ns
+from these sets, one :class:`ThreadState` per thread that launched work ending an idle interval:
+
+* ``sync``: inside a synchronising CUDA/HIP call (:data:`SYNC_CALL_PATTERN`);
+* ``loader``: inside a data-loader range (:data:`DEFAULT_INPUT_PATTERN`, plus the user's
+  ``--input-pattern``);
+* ``compile``: inside a compile range: the first instance (per process and name) of a
+  ``Torch-Compiled Region`` range, and every range of compile work (:data:`COMPILE_WORK_PATTERN`);
+* ``recorded``: inside any recorded CPU event (API call, op, range, Python frame, ...);
+* ``busy``: the same, but for the step ranges: the thread was running something more specific
+  than "inside a step".
+
+Per process, ``loader_elsewhere`` is the loader time of its *other* threads (a thread-based loader
+that the launching thread waits on).  Names are matched once per distinct name, never per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+import polars as pl
+
+from traceq import intervals as iv
+from traceq.analyses.steps import compile_step_pattern
+
+SYNC_CALL_PATTERN: Final = (
+    r"^(?:"
+    r"(?:cuda|hip)(?:Stream|Device|Event|Ctx|Thread)Synchronize"
+    r"|cu(?:Stream|Ctx|Event)Synchronize"
+    r"|(?:cuda|hip)Memcpy(?:2D|3D)?(?:To|From)?(?:Symbol|Array)?(?:Peer)?"
+    r"|hipMemcpyWithStream"
+    r"|cuMemcpy(?:[DHA]to[DHA]|2D|3D|Peer)?(?:Unaligned)?"
+    r")(?:_v\d+)?$"
+)
+"""Names of calls that block the CPU until the GPU catches up: the stream/device/event/context
+synchronisations (runtime, driver and HIP), the synchronous (non-``Async``) copies, and HIP's
+``hipMemcpyWithStream`` (what PyTorch's ``memcpy_and_sync`` calls on ROCm: a copy, then a wait)."""
+
+DEFAULT_INPUT_PATTERN: Final = (
+    r"^(?:enumerate\(DataLoader\)#.*__next__"  # PyTorch: the main thread waiting on its DataLoader
+    r"|\[_?\w*EpochLoop\]\.train_dataloader_next"  # PyTorch Lightning
+    r")$"
+)
+"""CPU ranges in which the host waits for the next batch."""
+
+COMPILE_REGION_PATTERN: Final = r"^Torch-Compiled Region"
+"""A compiled function's range: compiling on its first execution (per process and name), running after."""
+
+COMPILE_WORK_PATTERN: Final = (
+    r"^(?:TorchDynamo$|torch\._dynamo\.|_compile\.|compile_fx|OutputGraph\.call_user_compiler"
+    r"|aot_autograd|create_aot_dispatcher_function|[Ii]nductor|async_compile)"
+)
+"""Ranges of compile work itself (Dynamo tracing, AOTAutograd, Inductor code generation)."""
+
+CPU_KINDS: Final = ("cuda_api", "range", "cpu_op", "python", "other")
+"""Event kinds that record a CPU thread doing something (instants have no duration)."""
+
+ThreadKey = tuple[str, int | None, int | None]
+"""(source, pid, tid)."""
+
+
+@dataclass(frozen=True)
+class ThreadState:
+    """One CPU thread's states, each a normalised set of intervals (ns)."""
+
+    sync: iv.Intervals
+    loader: iv.Intervals
+    compile: iv.Intervals
+    recorded: iv.Intervals
+    busy: iv.Intervals
+    """``recorded`` without the step ranges."""
+
+
+@dataclass(frozen=True)
+class HostState:
+    """The states of the threads asked for, and each process's loader time on its other threads."""
+
+    threads: Mapping[ThreadKey, ThreadState]
+    loader_by_thread: Mapping[ThreadKey, iv.Intervals]
+    """Every thread's loader ranges (to find a process's other threads' loader time)."""
+
+    def loader_elsewhere(self, key: ThreadKey) -> iv.Intervals:
+        """The loader time of the other threads of ``key``'s process."""
+        source, pid, tid = key
+        others = [s for (src, p, t), s in self.loader_by_thread.items() if src == source and p == pid and t != tid]
+        return iv.union(*others) if others else iv.Intervals.empty()
+
+
+def cpu_rows(events: pl.DataFrame) -> pl.DataFrame:
+    """The CPU events of every thread: source (String), pid, tid, kind, name (String), start_ns,
+    end_ns, external_id, correlation; in event order (each thread's rows by start)."""
+    return (
+        events.lazy()
+        .filter(pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null())
+        .select(
+            pl.col("source").cast(pl.String),
+            "pid",
+            "tid",
+            pl.col("kind").cast(pl.String),
+            "name",
+            "start_ns",
+            "end_ns",
+            "external_id",
+            "correlation",
+        )
+        .collect()
+    )
+
+
+def matching(names: pl.Series, pattern: str) -> pl.Series:
+    """The distinct values of ``names`` (Categorical or String) that match ``pattern`` (as Strings):
+    the regex runs once per distinct name, not once per row."""
+    distinct = names.unique().cast(pl.String)
+    return distinct.filter(distinct.str.contains(pattern))
+
+
+def sync_calls(cpu: pl.DataFrame) -> pl.DataFrame:
+    """The synchronising calls of :func:`cpu_rows`: source, pid, tid, name, start_ns, end_ns,
+    correlation; sorted by end_ns."""
+    api = cpu.filter(pl.col("kind") == "cuda_api")
+    syncing = matching(api.get_column("name"), SYNC_CALL_PATTERN)
+    return (
+        api.filter(pl.col("name").cast(pl.String).is_in(syncing.implode()))
+        .select("source", "pid", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns", "correlation")
+        .sort("end_ns")
+    )
+
+
+def loader_ranges(events: pl.DataFrame, input_pattern: str | None = None) -> pl.DataFrame:
+    """The data-loader ranges of every thread (:data:`DEFAULT_INPUT_PATTERN` and ``input_pattern``):
+    source, pid, tid, name (String), start_ns, end_ns."""
+    rows = labelled(cpu_rows(events), step_pattern="^$", input_pattern=input_pattern)
+    return rows.filter(pl.col("_loader")).select(
+        "source", "pid", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns"
+    )
+
+
+def labelled(cpu: pl.DataFrame, *, step_pattern: str, input_pattern: str | None = None) -> pl.DataFrame:
+    """:func:`cpu_rows` with Boolean ``_sync``, ``_loader``, ``_step`` and ``_compile`` columns: what
+    each row says the thread was doing.  ``input_pattern`` adds the user's own data-loading ranges
+    to :data:`DEFAULT_INPUT_PATTERN`."""
+    loader_pattern = DEFAULT_INPUT_PATTERN if not input_pattern else f"(?:{DEFAULT_INPUT_PATTERN})|(?:{input_pattern})"
+    names = cpu.get_column("name")
+    name = pl.col("name").cast(pl.String)
+    is_range = pl.col("kind").is_in(("range", "cpu_op", "python", "other"))
+    region = is_range & name.is_in(matching(names, COMPILE_REGION_PATTERN).implode())
+    return cpu.with_columns(
+        ((pl.col("kind") == "cuda_api") & name.is_in(matching(names, SYNC_CALL_PATTERN).implode())).alias("_sync"),
+        (is_range & name.is_in(matching(names, loader_pattern).implode())).alias("_loader"),
+        (is_range & name.is_in(matching(names, compile_step_pattern(step_pattern)).implode())).alias("_step"),
+        (
+            (is_range & name.is_in(matching(names, COMPILE_WORK_PATTERN).implode())) | (region & _first_of_name(region))
+        ).alias("_compile"),
+    )
+
+
+def compile_ranges(rows: pl.DataFrame) -> dict[tuple[str, int | None], iv.Intervals]:
+    """Per (source, pid): the compile ranges of every thread of the process (``rows`` from
+    :func:`labelled`), merged."""
+    found = rows.filter(pl.col("_compile"))
+    return {
+        (str(k[0]), _int(k[1])): _merged(part)
+        for k, part in found.partition_by(["source", "pid"], as_dict=True).items()
+    }
+
+
+def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
+    """The states of ``threads`` from the labelled CPU events ``rows`` (:func:`labelled`)."""
+    labelled = rows
+    loaders = labelled.filter(pl.col("_loader"))
+    loader_by_thread = {
+        (str(k[0]), _int(k[1]), _int(k[2])): _merged(part)
+        for k, part in loaders.partition_by(["source", "pid", "tid"], as_dict=True).items()
+    }
+    wanted = set(threads)
+    states: dict[ThreadKey, ThreadState] = {}
+    want = pl.DataFrame(
+        {"source": [t[0] for t in wanted], "pid": [t[1] for t in wanted], "tid": [t[2] for t in wanted]},
+        schema={"source": pl.String, "pid": pl.Int64, "tid": pl.Int64},
+    )
+    mine = labelled.join(want, on=["source", "pid", "tid"], how="semi", nulls_equal=True)
+    by_thread = mine.partition_by(["source", "pid", "tid"], as_dict=True)
+    for k, part in by_thread.items():
+        key = (str(k[0]), _int(k[1]), _int(k[2]))
+        states[key] = ThreadState(
+            sync=_merged(part.filter(pl.col("_sync"))),
+            loader=_merged(part.filter(pl.col("_loader"))),
+            compile=_merged(part.filter(pl.col("_compile"))),
+            recorded=_merged(part),
+            busy=_merged(part.filter(~pl.col("_step"))),
+        )
+    empty = iv.Intervals.empty()
+    for key in wanted - states.keys():
+        states[key] = ThreadState(empty, empty, empty, empty, empty)
+    return HostState(threads=states, loader_by_thread=loader_by_thread)
+
+
+def _first_of_name(region: pl.Expr) -> pl.Expr:
+    """True on the first row (by start) of each (source, pid, name) among the ``region`` rows."""
+    order = pl.when(region).then(pl.col("start_ns")).otherwise(None)
+    return order == order.min().over("source", "pid", "name")
+
+
+def _merged(rows: pl.DataFrame) -> iv.Intervals:
+    if rows.is_empty():
+        return iv.Intervals.empty()
+    return iv.merge(iv.Intervals(rows.get_column("start_ns").to_numpy(), rows.get_column("end_ns").to_numpy()))
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]

@@ -1,0 +1,319 @@
+"""Every idle interval of every device, and the facts around it that its attribution reads.
+
+Definitions (``docs/analyses.md``, "Idle time by cause"): a device's *span* runs from the earlier of
+its first step window and its first activity to the later of its last step window and its last
+activity; its **idle intervals** are the maximal runs of the span with no activity on any stream,
+so they include the *leading* interval before the first activity and the *trailing* one after the
+last.  For each idle interval ``[a, b)`` this module finds:
+
+* **A**, the activity that ends it (the earliest start at ``b``; ties: lowest correlation id; none
+  for a trailing interval), and the activity that precedes it (the one ending at ``a``);
+* **L**, A's launching call (the ``cuda_api`` row with the same source, process and correlation
+  id; a CUDA-graph launch launches every kernel of its graph); **T**, the thread of L, or, where A
+  has no recorded launch (or there is no A), the thread that launched the activity before it;
+* **E**, the innermost CPU op or range on T enclosing L (Kineto links them by ``External id``;
+  otherwise the latest-starting op or non-step range on T that contains L);
+* **S**, the *draining* sync: the latest-starting synchronising call on T that started before
+  ``a`` (it waited while the device was busy), if it returned by ``L.start`` and T started no other
+  launch of work on this device after it and before L;
+* the device's **launch latency** :func:`launch_latency_ns`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+import polars as pl
+
+from traceq import intervals as iv
+
+LAUNCH_LATENCY_CAP_NS: Final = 50_000
+"""A delay from a launch's return to its kernel's start above this is no launch latency."""
+
+LAUNCH_LATENCY_QUANTILE: Final = 0.10
+"""The latency is this quantile of the delays: on an idle GPU a kernel starts one latency after its
+launch returns, so the low end of the delays is the latency; queued work waits longer."""
+
+_CALL = ("name", "start_ns", "end_ns", "tid", "correlation")
+
+
+def idle_intervals(activity: pl.DataFrame, windows: pl.DataFrame, n_devices: int) -> pl.DataFrame:
+    """The idle intervals of every device.
+
+    ``activity`` has dev, start_ns, end_ns (GPU activity); ``windows`` dev, start_ns, end_ns.
+    Columns: dev (UInt32), start_ns, end_ns, dur_ns; sorted by dev, start_ns.
+    """
+    devs = activity.get_column("dev").to_numpy()
+    starts = activity.get_column("start_ns").to_numpy()
+    ends = activity.get_column("end_ns").to_numpy()
+    win_dev = windows.get_column("dev").to_numpy()
+    win_start = windows.get_column("start_ns").to_numpy()
+    win_end = windows.get_column("end_ns").to_numpy()
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for dev in range(n_devices):
+        on = devs == dev
+        busy = iv.merge(iv.Intervals(starts[on], ends[on]))
+        if len(busy) == 0:
+            continue
+        on_win = win_dev == dev
+        first, last = int(starts[on].min()), int(ends[on].max())  # zero-length activities too
+        lo = int(min(first, win_start[on_win].min(initial=first)))
+        hi = int(max(last, win_end[on_win].max(initial=last)))
+        idle = iv.complement(busy, lo, hi)
+        parts.append((np.full(len(idle), dev, np.uint32), idle.start_ns, idle.end_ns))
+    if not parts:
+        return pl.DataFrame(schema={"dev": pl.UInt32, "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64})
+    dev_col, start, end = (np.concatenate(c) for c in zip(*parts, strict=True))
+    return pl.DataFrame({"dev": dev_col, "start_ns": start, "end_ns": end, "dur_ns": end - start})
+
+
+def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataFrame:
+    """``intervals`` plus the activity that ends each one (``next_*``: name, kind, stream,
+    correlation, start_ns, end_ns; ``source``, ``pid``), the correlation of the one before it
+    (``prev_correlation``) and the interval's ``kind``: ``leading`` (no activity ends where it
+    begins), ``trailing`` (none starts where it ends), else ``between``.  ``activity`` has dev,
+    source, pid, name, kind, stream, correlation, start_ns, end_ns."""
+    ranked = activity.select("dev", "start_ns", "end_ns", "correlation").with_row_index("_row")
+    first_at = (
+        ranked.filter(pl.col("start_ns").is_in(intervals.get_column("end_ns").unique().implode()))
+        .sort("dev", "start_ns", "correlation", nulls_last=True, maintain_order=True)
+        .unique(subset=["dev", "start_ns"], keep="first", maintain_order=True)
+    )
+    nxt = activity.select(
+        pl.col("source", "pid", "name", "kind", "stream", "correlation", "start_ns", "end_ns").gather(
+            first_at.get_column("_row")
+        )
+    ).select(
+        first_at.get_column("dev"),
+        pl.col("start_ns").alias("end_ns"),
+        pl.col("source").cast(pl.String),
+        "pid",
+        pl.col("name").cast(pl.String).alias("next_name"),
+        pl.col("kind").cast(pl.String).alias("next_kind"),
+        pl.col("stream").alias("next_stream"),
+        pl.col("correlation").alias("next_correlation"),
+        pl.col("start_ns").alias("next_start_ns"),
+        pl.col("end_ns").alias("next_end_ns"),
+    )
+    last_at = (
+        ranked.filter(pl.col("end_ns").is_in(intervals.get_column("start_ns").unique().implode()))
+        .sort("dev", "end_ns", "correlation", nulls_last=True, maintain_order=True)
+        .unique(subset=["dev", "end_ns"], keep="first", maintain_order=True)
+        .select(
+            "dev",
+            pl.col("end_ns").alias("start_ns"),
+            pl.col("correlation").alias("prev_correlation"),
+            pl.lit(True).alias("_has_prev"),
+        )
+    )
+    owner = (
+        activity.select("dev", "source", "pid")
+        .unique(subset=["dev"], keep="first")
+        .select("dev", pl.col("source").cast(pl.String).alias("_source"), pl.col("pid").alias("_pid"))
+    )
+    has_next = pl.col("next_start_ns").is_not_null()
+    return (
+        intervals.with_row_index("_order")
+        .join(nxt, on=["dev", "end_ns"], how="left")
+        .join(last_at, on=["dev", "start_ns"], how="left")
+        .join(owner, on="dev", how="left")
+        .with_columns(
+            pl.col("source").fill_null(pl.col("_source")),
+            pl.col("pid").fill_null(pl.col("_pid")),
+            # leading: no activity ends where it begins; trailing: none starts where it ends
+            pl.when(~has_next)
+            .then(pl.lit("trailing"))
+            .when(pl.col("_has_prev").is_null())
+            .then(pl.lit("leading"))
+            .otherwise(pl.lit("between"))
+            .alias("kind"),
+        )
+        .drop("_source", "_pid", "_has_prev")
+        .sort("_order")
+        .drop("_order")
+    )
+
+
+def launch_calls(cpu: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
+    """The launching call of each (source, pid, correlation) of ``wanted``: the earliest API call with
+    that correlation id.  Columns: source, pid, correlation, name, start_ns, end_ns, tid, external_id."""
+    ids = wanted.get_column("correlation").drop_nulls().unique()
+    return (
+        cpu.filter((pl.col("kind") == "cuda_api") & pl.col("correlation").is_in(ids.implode()))
+        .select(
+            "source", "pid", "correlation", pl.col("name").cast(pl.String), "start_ns", "end_ns", "tid", "external_id"
+        )
+        .join(wanted.unique(), on=["source", "pid", "correlation"], how="semi", nulls_equal=False)
+        .sort("start_ns", maintain_order=True)
+        .unique(subset=["source", "pid", "correlation"], keep="first", maintain_order=True)
+    )
+
+
+def with_launches(frame: pl.DataFrame, cpu: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (from :func:`with_neighbours`) plus ``launch_*`` (A's launch: name, start_ns, end_ns,
+    tid, correlation, external_id), ``prev_launch_tid`` and ``thread`` (T: the launch's thread, else
+    the preceding activity's launch's)."""
+    wanted = pl.concat(
+        [
+            frame.select("source", "pid", pl.col("next_correlation").alias("correlation")),
+            frame.select("source", "pid", pl.col("prev_correlation").alias("correlation")),
+        ]
+    ).drop_nulls()
+    calls = launch_calls(cpu, wanted)
+    nxt = calls.select(
+        "source",
+        "pid",
+        pl.col("correlation").alias("next_correlation"),
+        *(pl.col(c).alias(f"launch_{c}") for c in ("name", "start_ns", "end_ns", "tid", "external_id")),
+    )
+    prev = calls.select(
+        "source", "pid", pl.col("correlation").alias("prev_correlation"), pl.col("tid").alias("_prev_tid")
+    )
+    return (
+        frame.join(nxt, on=["source", "pid", "next_correlation"], how="left", nulls_equal=False)
+        .join(prev, on=["source", "pid", "prev_correlation"], how="left", nulls_equal=False)
+        .with_columns(
+            pl.when(pl.col("launch_name").is_not_null()).then(pl.col("next_correlation")).alias("launch_correlation"),
+            # A's launching thread; where A has no launch recorded (or there is no A), the thread
+            # that launched the activity before the interval: the host that last fed the device.
+            pl.coalesce("launch_tid", "_prev_tid").alias("thread"),
+        )
+        .drop("_prev_tid")
+    )
+
+
+def launch_latency_ns(frame: pl.DataFrame, activity: pl.DataFrame) -> dict[int, int]:
+    """Per dev: the :data:`LAUNCH_LATENCY_QUANTILE` of ``A.start − L.end`` over its idle intervals
+    whose A is the first activity of its launch (a CUDA graph's later nodes wait for the earlier
+    ones, not for the launch) and whose delay lies in ``[0, LAUNCH_LATENCY_CAP_NS]`` (0 where there
+    is none)."""
+    first = activity.group_by("dev", "correlation").agg(pl.col("start_ns").min().alias("_first"))
+    delay = pl.col("next_start_ns") - pl.col("launch_end_ns")
+    per = (
+        frame.join(first.rename({"correlation": "next_correlation"}), on=["dev", "next_correlation"], how="left")
+        .filter(delay.is_between(0, LAUNCH_LATENCY_CAP_NS) & (pl.col("next_start_ns") == pl.col("_first")))
+        .group_by("dev")
+        .agg(delay.quantile(LAUNCH_LATENCY_QUANTILE, interpolation="lower").alias("lat"))
+    )
+    return {int(d): int(lat) for d, lat in per.iter_rows()}
+
+
+def with_enclosing_ops(frame: pl.DataFrame, cpu: pl.DataFrame, step_names: pl.Series) -> pl.DataFrame:
+    """``frame`` plus ``op_start_ns``: the start of the innermost CPU op or range on T enclosing L
+    (null without L; L's own start where nothing encloses it)."""
+    ops = cpu.filter(
+        pl.col("kind").is_in(("cpu_op", "range")) & ~pl.col("name").cast(pl.String).is_in(step_names.implode())
+    )
+    by_id = (
+        ops.filter(pl.col("external_id").is_not_null())
+        .select("source", "pid", pl.col("external_id").alias("launch_external_id"), "start_ns", "end_ns")
+        .sort("start_ns", descending=True)
+        .unique(subset=["source", "pid", "launch_external_id"], keep="first")
+        .rename({"start_ns": "_xs", "end_ns": "_xe"})
+    )
+    near = ops.select(
+        "source", "pid", pl.col("tid").alias("thread"), pl.col("start_ns").alias("_as"), pl.col("end_ns").alias("_ae")
+    ).sort("_as")
+    with_l = frame.with_row_index("_order")
+    linked = with_l.join(by_id, on=["source", "pid", "launch_external_id"], how="left", nulls_equal=False)
+    keyed = linked.filter(pl.col("launch_start_ns").is_not_null()).sort("launch_start_ns")
+    found = keyed.join_asof(
+        near,
+        left_on="launch_start_ns",
+        right_on="_as",
+        by=["source", "pid", "thread"],
+        strategy="backward",
+        check_sortedness=False,
+    ).select("_order", "_as", "_ae")
+    out = linked.join(found, on="_order", how="left")
+
+    def contains(start: str, end: str) -> pl.Expr:
+        return (pl.col(start) <= pl.col("launch_start_ns")) & (pl.col(end) >= pl.col("launch_end_ns"))
+
+    start = (
+        pl.when(contains("_xs", "_xe"))
+        .then(pl.col("_xs"))
+        .when(contains("_as", "_ae"))
+        .then(pl.col("_as"))
+        .otherwise(pl.col("launch_start_ns"))
+    )
+    return out.with_columns(start.alias("op_start_ns")).sort("_order").drop("_order", "_xs", "_xe", "_as", "_ae")
+
+
+def with_draining_syncs(frame: pl.DataFrame, syncs: pl.DataFrame, launches_by_dev: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` plus ``sync_*`` (name, start_ns, end_ns, tid, correlation) of the draining sync S
+    (null where there is none) and ``blocked_*`` (the latest sync on T that started before the
+    interval's end and ended after its start: the host blocked inside the interval).
+
+    S is the latest-starting sync on T that started before the interval (``start < a``: it waited
+    while the device was busy), provided it returned by ``L.start`` and T started no launch of work
+    on this device after it and before L."""
+    right = syncs.select(
+        "source",
+        "pid",
+        pl.col("tid").alias("thread"),
+        pl.col("start_ns").alias("_key"),
+        *(pl.col(c).alias(f"sync_{c}") for c in ("name", "start_ns", "end_ns", "tid", "correlation")),
+    ).sort("_key", "sync_end_ns")
+    left = frame.with_row_index("_order")
+    with_l = left.filter(pl.col("launch_start_ns").is_not_null()).with_columns((pl.col("start_ns") - 1).alias("_key"))
+    matched = with_l.sort("_key").join_asof(
+        right, on="_key", by=["source", "pid", "thread"], strategy="backward", check_sortedness=False
+    )
+    prev = (
+        launches_by_dev.select("dev", "source", "pid", pl.col("tid").alias("thread"), pl.col("start_ns").alias("_key"))
+        .with_columns(pl.col("_key").alias("_prev_start"))
+        .sort("_key")
+    )
+    matched = (
+        matched.with_columns((pl.col("launch_start_ns") - 1).alias("_key"))
+        .sort("_key")
+        .join_asof(prev, on="_key", by=["dev", "source", "pid", "thread"], strategy="backward", check_sortedness=False)
+    )
+    drains = (
+        pl.col("sync_name").is_not_null()
+        & (pl.col("sync_end_ns") <= pl.col("launch_start_ns"))
+        & (pl.col("_prev_start").is_null() | (pl.col("_prev_start") < pl.col("sync_end_ns")))
+    )
+    sync_cols = [f"sync_{c}" for c in ("name", "start_ns", "end_ns", "tid", "correlation")]
+    matched = matched.with_columns(pl.when(drains).then(pl.col(c)).alias(c) for c in sync_cols).select(
+        "_order", *sync_cols
+    )
+    blocked = _blocked_syncs(left, syncs)
+    return (
+        left.join(matched, on="_order", how="left").join(blocked, on="_order", how="left").sort("_order").drop("_order")
+    )
+
+
+def _blocked_syncs(left: pl.DataFrame, syncs: pl.DataFrame) -> pl.DataFrame:
+    """Per interval (``_order``), the latest-starting sync on T that overlaps it (``blocked_*``)."""
+    right = syncs.select(
+        "source",
+        "pid",
+        pl.col("tid").alias("thread"),
+        pl.col("start_ns").alias("_key"),
+        *(pl.col(c).alias(f"blocked_{c}") for c in ("name", "start_ns", "end_ns", "tid", "correlation")),
+    ).sort("_key")
+    keyed = left.filter(pl.col("thread").is_not_null()).with_columns((pl.col("end_ns") - 1).alias("_key")).sort("_key")
+    found = keyed.join_asof(
+        right, on="_key", by=["source", "pid", "thread"], strategy="backward", check_sortedness=False
+    )
+    cols = [f"blocked_{c}" for c in ("name", "start_ns", "end_ns", "tid", "correlation")]
+    overlaps = pl.col("blocked_end_ns") > pl.col("start_ns")
+    return found.select("_order", *(pl.when(overlaps).then(pl.col(c)).alias(c) for c in cols))
+
+
+def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame) -> pl.DataFrame:
+    """Every API call that launched work on a device: dev, source, pid, tid, name, start_ns, end_ns,
+    correlation (one row per call and device)."""
+    one_source = cpu.get_column("source").n_unique() <= 1  # then (pid, correlation) is the key: no strings
+    key = ["pid", "correlation"] if one_source else ["source", "pid", "correlation"]
+    source = [] if one_source else [pl.col("source").cast(pl.String)]
+    work = activity.select("dev", *source, "pid", "correlation").drop_nulls().unique(subset=["dev", *key])
+    api = cpu.filter(pl.col("kind") == "cuda_api").select(
+        "source", "pid", "correlation", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns"
+    )
+    return api.join(work.select("dev", *key), on=key, how="inner").select(
+        "dev", "source", "pid", "tid", "name", "start_ns", "end_ns", "correlation"
+    )

@@ -1,0 +1,177 @@
+"""What limits each device's steady-state step: its regime, with the evidence behind the verdict.
+
+Seed ``000_*.txt`` §2 names three regimes of GPU work, each with its own fix: **overhead-bound**
+(CPU time per kernel × kernels: larger batch, fusion, CUDA graphs), **memory-bound** (bytes /
+bandwidth: fusion; CUDA graphs do not help) and **compute-bound** (FLOPs / peak: better kernels,
+lower precision; compilation mostly does not help).  Its diagnosis table adds two limits outside
+the GPU's own work: **communication-bound** (exposed collectives: overlap) and **input-bound** (the
+data loader: workers, pinned memory, prefetching).  Over a device's steady-state step windows
+(warm-up left out, :mod:`traceq.analyses.warmup`), each regime has a share of step time:
+
+* overhead: the idle ns the host spent issuing kernels (``launch``) plus the ``cpu`` idle ns inside
+  short gaps (under :data:`SHORT_GAP_NS`, ending at a kernel): the per-kernel CPU time;
+* memory: the time memory-bound kernel classes run (:mod:`traceq.analyses.kernel_classes`), union;
+* compute: the time math kernel classes (gemm, conv, attention) run, union;
+* communication: the exposed communication; input: the ``input`` idle ns.
+
+The **verdict** is the largest of the five, except that where the host launches more slowly than
+the GPU runs its kernels (t_cpu > t_k) and that overhead is at least 5% of step time and outweighs
+the input and communication limits, the device is overhead-bound: the host then sets the pace of
+the kernels' own time too (a 2 µs kernel every 3.6 µs keeps the GPU 56% busy with memory-bound
+kernels, yet the fix is fewer launches, not bandwidth).  The evidence: t_k, the median duration of the device's
+kernels, and t_cpu, the median interval between consecutive launches on its main launching thread
+(the seed's launch-bound criterion: the GPU is busy at most t_k / max(t_k, t_cpu)); and how much of
+its work replays as CUDA graphs (then launches are no longer paid per kernel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import numpy as np
+import polars as pl
+
+from traceq import intervals as iv
+from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES, kernel_class_expr
+from traceq.analyses.model import REGIME_VERDICTS, Regime
+
+SHORT_GAP_NS: Final = 100_000
+"""Idle intervals shorter than this that end at a kernel are per-kernel overhead."""
+
+REGIMES: Final = REGIME_VERDICTS[:5]
+"""Every verdict but ``idle``, in the order that breaks a tie."""
+
+OVERHEAD_MATERIAL: Final = 0.05
+"""Launch overhead makes a device overhead-bound (when t_cpu > t_k) from this share of step time,
+the findings' threshold."""
+
+GRAPH_LAUNCH_PATTERN: Final = r"(?i)GraphLaunch"
+"""Launching calls that replay a CUDA (or HIP) graph: ``cudaGraphLaunch``, ``cuGraphLaunch``, ``hipGraphLaunch``."""
+
+
+def regimes(
+    activity: pl.DataFrame,
+    steady: Mapping[int, iv.Intervals],
+    causes: Mapping[int, Mapping[str, iv.Intervals]],
+    gaps: pl.DataFrame,
+    launches: pl.DataFrame,
+    n_devices: int,
+) -> dict[int, Regime | None]:
+    """The regime of every device (None for a device without steady step time).
+
+    ``activity``: dev, name, kind, start_ns, end_ns, is_comm, correlation; ``steady``: each
+    device's steady step windows; ``causes``: the idle ns by cause
+    (:class:`~traceq.analyses.attribution.Attribution`); ``gaps``: its idle intervals (dev,
+    start_ns, end_ns, dur_ns, next_kind); ``launches``: every launching call (dev, tid, name,
+    start_ns, end_ns, correlation; :func:`traceq.analyses.idle.launches_by_device`).
+    """
+    kernels = activity.filter(pl.col("kind") == "kernel")
+    names = kernels.select("name", "is_comm").unique()  # classified per distinct name, as counted
+    classes = names.with_columns(kernel_class_expr(comm=pl.col("is_comm")))
+    kernels = kernels.join(classes, on=["name", "is_comm"], how="left", nulls_equal=True)
+    out: dict[int, Regime | None] = {}
+    empty = iv.Intervals.empty()
+    for dev in range(n_devices):
+        windows = steady.get(dev, empty)
+        step_ns = iv.measure(windows)
+        if step_ns == 0:
+            out[dev] = None
+            continue
+        mine = kernels.filter(pl.col("dev") == dev)
+        on_dev = activity.filter(pl.col("dev") == dev)
+        dev_causes = causes.get(dev, {})
+        short = gaps.filter(
+            (pl.col("dev") == dev) & (pl.col("dur_ns") < SHORT_GAP_NS) & (pl.col("next_kind") == "kernel")
+        )
+        overhead = iv.union(dev_causes.get("launch", empty), iv.intersect(dev_causes.get("cpu", empty), _of(short)))
+        comm = _union(on_dev.filter(pl.col("is_comm")))
+        compute = _union(on_dev.filter(~pl.col("is_comm")))
+        shares = {
+            "overhead-bound": iv.measure(iv.intersect(overhead, windows)),
+            "memory-bound": _in(mine.filter(pl.col("kernel_class").is_in(sorted(MEMORY_BOUND_CLASSES))), windows),
+            "compute-bound": _in(mine.filter(pl.col("kernel_class").is_in(sorted(MATH_CLASSES))), windows),
+            "communication-bound": iv.measure(iv.intersect(iv.subtract(comm, compute), windows)),
+            "input-bound": iv.measure(iv.intersect(dev_causes.get("input", empty), windows)),
+        }
+        t_k = _median_kernel_ns(mine.filter(~pl.col("is_comm")), windows)
+        t_cpu = _launch_interval_ns(launches.filter(pl.col("dev") == dev), windows)
+        verdict = _verdict(shares, step_ns, t_k, t_cpu)
+        out[dev] = Regime(
+            verdict=verdict,
+            step_ns=step_ns,
+            overhead_ns=shares["overhead-bound"],
+            memory_ns=shares["memory-bound"],
+            compute_ns=shares["compute-bound"],
+            communication_ns=shares["communication-bound"],
+            input_ns=shares["input-bound"],
+            t_k_ns=t_k,
+            t_cpu_ns=t_cpu,
+            graph_share=_graph_share(mine, launches.filter(pl.col("dev") == dev), windows),
+        )
+    return out
+
+
+def _verdict(shares: Mapping[str, int], step_ns: int, t_k: int | None, t_cpu: int | None) -> str:
+    """The largest share; but where the host launches more slowly than the GPU runs its kernels
+    (t_cpu > t_k, seed 000's launch-bound criterion) and that overhead is material and outweighs the
+    input and communication limits, the host sets the pace of the kernels' own time too:
+    overhead-bound."""
+    host = shares["overhead-bound"]
+    if (
+        t_k is not None
+        and t_cpu is not None
+        and t_cpu > t_k
+        and host >= OVERHEAD_MATERIAL * step_ns
+        and host >= max(shares["input-bound"], shares["communication-bound"])
+    ):
+        return "overhead-bound"
+    verdict = max(REGIMES, key=lambda r: (shares[r], -REGIMES.index(r)))
+    return verdict if shares[verdict] > 0 else "idle"
+
+
+def _of(rows: pl.DataFrame) -> iv.Intervals:
+    return iv.Intervals.from_frame(rows) if rows.height else iv.Intervals.empty()
+
+
+def _union(rows: pl.DataFrame) -> iv.Intervals:
+    return iv.merge(_of(rows))
+
+
+def _in(rows: pl.DataFrame, windows: iv.Intervals) -> int:
+    return iv.measure(iv.intersect(_union(rows), windows))
+
+
+def _inside(rows: pl.DataFrame, windows: iv.Intervals) -> pl.DataFrame:
+    """The rows that overlap the windows."""
+    if rows.is_empty():
+        return rows
+    return rows.filter(pl.Series(iv.overlap_with_windows(_of(rows), windows) > 0))
+
+
+def _median_kernel_ns(kernels: pl.DataFrame, windows: iv.Intervals) -> int | None:
+    inside = _inside(kernels, windows)
+    if inside.is_empty():
+        return None
+    return round(float(np.median((inside.get_column("end_ns") - inside.get_column("start_ns")).to_numpy())))
+
+
+def _launch_interval_ns(launches: pl.DataFrame, windows: iv.Intervals) -> int | None:
+    """The median interval between consecutive launch starts on the thread that launches most."""
+    inside = _inside(launches, windows)
+    if inside.height < 2:
+        return None
+    main = inside.group_by("tid").len().sort(["len", "tid"], descending=[True, False]).item(0, "tid")
+    starts = np.sort(inside.filter(pl.col("tid") == main).get_column("start_ns").to_numpy())
+    if starts.size < 2:
+        return None
+    return round(float(np.median(np.diff(starts))))
+
+
+def _graph_share(kernels: pl.DataFrame, launches: pl.DataFrame, windows: iv.Intervals) -> float:
+    """The share of the device's kernels (in the windows) that a graph launch replayed."""
+    inside = _inside(kernels, windows)
+    if inside.is_empty():
+        return 0.0
+    graph = launches.filter(pl.col("name").cast(pl.String).str.contains(GRAPH_LAUNCH_PATTERN)).get_column("correlation")
+    return float(inside.get_column("correlation").is_in(graph.implode()).sum()) / inside.height

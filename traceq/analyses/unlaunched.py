@@ -1,0 +1,61 @@
+"""GPU work with no launching call: activity the profiler recorded without its CPU side.
+
+A GPU activity (kernel, memcpy, memset) is **launched** when a ``cuda_api`` row of the same source
+and process carries its correlation id (the launch, copy or graph-launch call that issued it; a
+CUDA-graph launch issues every kernel of its graph under one id), and **unlaunched** otherwise,
+including every activity without a correlation id.  Idle time before unlaunched work has no host
+thread to read, so the idle attribution calls it ``unknown`` (``docs/analyses.md``); the report
+says how much of a device's work is unlaunched next to that idle, and ``traceq info`` per source.
+Typical causes: the profiler dropped or never recorded the CPU side (CUPTI buffers lost at the
+start of a session, a ROCm trace without correlation ids, a process not profiled on the CPU).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceq import schema
+
+_KEY = ["source", "pid", "correlation"]
+
+
+def unlaunched_activity(events: pl.DataFrame) -> pl.DataFrame:
+    """The GPU activity rows of ``events`` with no launching call.
+
+    Columns: source (String), pid, device, kind (String), in event order.
+    """
+    activity = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)).select(
+        pl.col("source").cast(pl.String), "pid", "device", pl.col("kind").cast(pl.String), "correlation"
+    )
+    calls = (
+        events.filter((pl.col("kind") == "cuda_api") & pl.col("correlation").is_not_null())
+        .select(pl.col("source").cast(pl.String), "pid", "correlation")
+        .unique()
+    )
+    return activity.join(calls, on=_KEY, how="anti", nulls_equal=False, maintain_order="left").drop("correlation")
+
+
+def launch_coverage(events: pl.DataFrame) -> pl.DataFrame:
+    """Per source: its GPU activities and those with no launching call, by kind.
+
+    Columns: source, activities, unlaunched, and ``unlaunched_kernels``, ``unlaunched_memcpys``,
+    ``unlaunched_memsets``; one row per source with GPU activity, sorted by source.
+    """
+    activity = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)).select(pl.col("source").cast(pl.String))
+    totals = activity.group_by("source").agg(pl.len().cast(pl.Int64).alias("activities"))
+    missing = (
+        unlaunched_activity(events)
+        .group_by("source")
+        .agg(
+            pl.len().cast(pl.Int64).alias("unlaunched"),
+            *(
+                (pl.col("kind") == kind).sum().cast(pl.Int64).alias(f"unlaunched_{kind}s")
+                for kind in schema.GPU_ACTIVITY_KINDS
+            ),
+        )
+    )
+    counts = ["unlaunched", *(f"unlaunched_{kind}s" for kind in schema.GPU_ACTIVITY_KINDS)]
+    return totals.join(missing, on="source", how="left").with_columns(pl.col(counts).fill_null(0)).sort("source")
+
+
+__all__ = ["launch_coverage", "unlaunched_activity"]
