@@ -21,6 +21,7 @@ import traceq.api
 import traceq.loading
 from tracegen import build_timeline, preset, write_kineto_ranks, write_nsys_per_rank
 from traceq.analyses import Options, analyze
+from traceq.analyses.completeness import data_caveats, with_caveats, work_coverage
 from traceq.analyses.findings import find_findings
 from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
 from traceq.analyses.timeline import timeline_excerpt
@@ -49,6 +50,8 @@ def whole_table(
         gpus = job_gpus(t.meta.sources, analysis)
         mfu = compute_mfu(analysis, model, gpu_names=t.meta.gpus, gpus=gpus, peak_tflops=peak_tflops)
     job = traceq.api.job(t, analysis)
+    caveats = data_caveats(analysis.devices, work_coverage(t.events).iter_rows(), t.import_stats)
+    findings, withheld = with_caveats(find_findings(t.events, analysis, mfu=mfu, job=job), caveats, analysis.devices)
     return Report(
         source=ReportSource(files=t.meta.sources, import_stats=t.import_stats.counts),
         step_pattern=analysis.step_pattern,
@@ -56,7 +59,9 @@ def whole_table(
         steps=analysis.steps,
         gaps=analysis.gaps,
         kernels=analysis.kernels,
-        findings=find_findings(t.events, analysis, mfu=mfu, job=job),
+        findings=findings,
+        caveats=caveats,
+        withheld_findings=withheld,
         mfu=mfu,
         timeline=timeline_excerpt(t.events, analysis),
         job=job,

@@ -18,6 +18,7 @@ from typing import Any
 from traceq import schema
 from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS, Analysis, Options
 from traceq.analyses import analyze as _analyze
+from traceq.analyses.completeness import work_coverage
 from traceq.analyses.job import analyze_job
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
@@ -50,8 +51,10 @@ __all__ = [
 
 
 def info(trace: Trace) -> dict[str, Any]:
-    """A JSON-ready summary of a trace: its sources, per-kind row counts, import statistics, and per
-    source how many GPU activities have no launching call (``launch_coverage``: ``docs/importers.md``)."""
+    """A JSON-ready summary of a trace: its sources, per-kind row counts, import statistics, per
+    source how many GPU activities have no launching call (``launch_coverage``: ``docs/importers.md``),
+    and per process how many kernel launches have no GPU work in the trace (``work_coverage``:
+    ``docs/findings.md``, "Incomplete data")."""
     return {
         "schema_version": schema.SCHEMA_VERSION,
         "sources": [s.to_dict() for s in trace.meta.sources],
@@ -59,6 +62,7 @@ def info(trace: Trace) -> dict[str, Any]:
         "kinds": trace.kind_counts(),
         "import_stats": trace.import_stats.to_list(),
         "launch_coverage": launch_coverage(trace.events).to_dicts(),
+        "work_coverage": work_coverage(trace.events).to_dicts(),
         "warnings": list(trace.meta.warnings),
     }
 

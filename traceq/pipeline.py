@@ -31,6 +31,7 @@ import polars as pl
 
 from traceq import schema
 from traceq.analyses.collectives import align_and_match, collective_calls, with_exposed_waits
+from traceq.analyses.completeness import data_caveats, with_caveats
 from traceq.analyses.findings_base import FIRE_SHARE
 from traceq.analyses.job import per_rank_frame, summarise_job
 from traceq.analyses.job_model import JobAnalysis
@@ -197,17 +198,21 @@ def _report(
     window: TimelineWindow | None,
 ) -> Report:
     analysis = merged.analysis
+    import_stats = ImportStats.of(c for p in parts for c in p.import_stats)
+    caveats = data_caveats(analysis.devices, [row for p in parts for row in p.coverage], import_stats)
+    findings, withheld = with_caveats(
+        merged_findings(merged, [f for d in details for f in d.findings], job), caveats, analysis.devices
+    )
     return Report(
-        source=ReportSource(
-            files=tuple(s for p in parts for s in p.sources),
-            import_stats=ImportStats.of(c for p in parts for c in p.import_stats).counts,
-        ),
+        source=ReportSource(files=tuple(s for p in parts for s in p.sources), import_stats=import_stats.counts),
         step_pattern=analysis.step_pattern,
         devices=analysis.devices,
         steps=analysis.steps,
         gaps=analysis.gaps,
         kernels=analysis.kernels,
-        findings=merged_findings(merged, [f for d in details for f in d.findings], job),
+        findings=findings,
+        caveats=caveats,
+        withheld_findings=withheld,
         mfu=mfu,
         timeline=None if window is None else _timeline(details, analysis, window),
         job=job,

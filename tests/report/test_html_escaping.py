@@ -16,7 +16,7 @@ from typing import Any, Final
 import plotly.offline
 import pytest
 
-from traceq.analyses.model import CallRef, Evidence, Finding, Mfu, MfuStep
+from traceq.analyses.model import CallRef, DataCaveat, DeviceRef, Evidence, Finding, Mfu, MfuStep, WithheldFinding
 from traceq.report.html.page import render_html
 from traceq.report.model import Report
 from traceq.units import shorten
@@ -49,6 +49,9 @@ NOT_SHOWN: Final = {
     ("DeviceBreakdown", "source"),  # devices are labelled by rank and GPU
     ("RankSummary", "source"),
     ("Evidence", "name"),  # the evidence's text names it
+    ("DataCaveat", "source"),  # its text names the file
+    ("DeviceRef", "source"),  # the finding's title names the device
+    ("DataCaveat", "reasons"),  # its text lists them
 }
 """String fields the page does not show."""
 
@@ -144,10 +147,30 @@ def rich_report(samples: Path) -> Report:
     steps = tuple(MfuStep(s.rank, s.device, s.step, s.dur_ns, 0.4, 0.5, False) for s in report.steps)
     files = (dataclasses.replace(report.source.files[0], warnings=("a warning",)), *report.source.files[1:])
     job = dataclasses.replace(report.job, clock=dataclasses.replace(report.job.clock, method="collective_end"))
+    caveat = DataCaveat(
+        id="gpu_rows_skipped",
+        source=files[0].path,
+        pid=None,
+        rank=0,
+        devices=(0,),
+        missing=3,
+        expected=9,
+        reasons={"invalid interval": 3},
+        withholds=False,
+        text="3 of 9 GPU activities were skipped",
+    )
+    withheld = WithheldFinding(id="launch_bound", title="GPU idle waiting for launches", reason="a third is missing")
     return dataclasses.replace(
         report,
         gaps=(sync_gap, *report.gaps[1:]),
-        findings=(finding, dataclasses.replace(finding, id="odd", severity="low")),
+        findings=(
+            dataclasses.replace(
+                finding, caveats=("measured without 3 kernels",), measured_on=DeviceRef(files[0].path, None, 0, 0)
+            ),
+            dataclasses.replace(finding, id="odd", severity="low"),
+        ),
+        caveats=(caveat,),
+        withheld_findings=(withheld,),
         mfu=Mfu(6e9, 8e9, 4096.0, 4, 989e12, "NVIDIA H100 80GB HBM3", 0.4, 0.5, steps),
         source=dataclasses.replace(report.source, files=files),
         job=job,

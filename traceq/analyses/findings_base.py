@@ -26,7 +26,7 @@ import polars as pl
 from traceq import intervals as iv
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.kernel_classes import kernel_class_expr
-from traceq.analyses.model import Analysis, Evidence, Finding, Mfu, Regime
+from traceq.analyses.model import Analysis, DeviceRef, Evidence, Finding, Mfu, Regime
 from traceq.analyses.steps import devices as device_table
 from traceq.analyses.steps import gpu_rows_of, with_dev
 from traceq.units import capitalised, device_label, format_share
@@ -66,6 +66,10 @@ class DeviceTotals:
     idle_ns: int
     idle_by_cause_ns: Mapping[str, int]
     regime: Regime | None = None
+
+    @property
+    def ref(self) -> DeviceRef:
+        return DeviceRef(source=self.source, pid=self.pid, rank=self.rank, device=self.device)
 
     @property
     def title_label(self) -> str:
@@ -278,6 +282,7 @@ class WorstDevice:
             metrics=metrics,
             evidence=(*evidence, *other_devices(self.ranked, also)),
             fix=fix,
+            measured_on=self.device.ref,
         )
 
 

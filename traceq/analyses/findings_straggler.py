@@ -168,6 +168,7 @@ def straggler(devices: Sequence[DeviceTotals], job: JobAnalysis | None) -> Findi
         },
         evidence=tuple(evidence),
         fix=host_fix(who, slow.late_because) if host_late else STRAGGLER_FIX,
+        measured_on=who_dev.ref,
     )
 
 

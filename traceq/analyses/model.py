@@ -295,6 +295,16 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class DeviceRef:
+    """One device of a job: the source (file) it came from, its process, rank and GPU."""
+
+    source: str
+    pid: int | None
+    rank: int | None
+    device: int
+
+
+@dataclass(frozen=True)
 class Finding:
     """A diagnosis: what is wrong, how much it costs, the evidence, and the fix to try.
 
@@ -317,6 +327,50 @@ class Finding:
     evidence: tuple[Evidence, ...]
     fix: str
     """What to try, in one or two sentences."""
+    measured_on: DeviceRef | None = None
+    """The device whose share is :attr:`share`: the worst one (the straggler's: the slow one)."""
+    caveats: tuple[str, ...] = ()
+    """What the trace lacks of the work this finding was measured on (:class:`DataCaveat` texts):
+    the numbers stand, but may overstate idle (``docs/findings.md``, "Incomplete data")."""
+
+
+@dataclass(frozen=True)
+class DataCaveat:
+    """GPU work missing from a trace: rows skipped on import, or launched work never recorded.
+
+    The devices it names have their compute, communication and idle measured without it; a
+    finding measured on them carries ``text``, and is withheld where ``withholds``
+    (``docs/findings.md``, "Incomplete data")."""
+
+    FIELD_ENUMS: ClassVar[dict[str, tuple[str, ...]]] = {"id": ("gpu_rows_skipped", "launched_work_unrecorded")}
+
+    id: str
+    source: str
+    pid: int | None
+    """The process whose launches went unrecorded; None for rows skipped in the whole source."""
+    rank: int | None
+    devices: tuple[int, ...]
+    """The GPUs whose numbers lack the work (none where the trace holds no GPU work of the process)."""
+    missing: int
+    """GPU activities skipped, or launches whose work is not in the trace."""
+    expected: int
+    """The GPU activities there should be: those read plus the missing ones."""
+    reasons: Mapping[str, int]
+    """Skip reasons and counts (empty for unrecorded launches)."""
+    withholds: bool
+    """``missing`` is at least ``WITHHOLD_SHARE`` of ``expected``: findings on these devices are withheld."""
+    text: str
+
+
+@dataclass(frozen=True)
+class WithheldFinding:
+    """A finding that fired on a device missing too much of its GPU work to be trusted."""
+
+    id: str
+    title: str
+    """What the finding would have said."""
+    reason: str
+    """The caveat that withholds it."""
 
 
 @dataclass(frozen=True)

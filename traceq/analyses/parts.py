@@ -40,6 +40,7 @@ from traceq import schema
 from traceq.analyses.breakdown import analyze_flagged, longest_gap_rows, longest_gaps, top_kernels
 from traceq.analyses.collectives import compute_activity, wait_covered_ns
 from traceq.analyses.comm import with_comm_flags
+from traceq.analyses.completeness import CoverageRow, coverage_rows
 from traceq.analyses.findings import JOB_RULES, RANKED_RULES, rank_findings
 from traceq.analyses.findings_base import DeviceTotals, Ranking, WorstDevice, build_context, ranking
 from traceq.analyses.job_model import JobAnalysis
@@ -84,11 +85,14 @@ class PartSummary:
     """Per ranked rule: (share, part dev) of every device with step time, worst first."""
     comm_kernels: pl.DataFrame
     """The communication kernels (:data:`COMM_COLUMNS`), in event order."""
+    coverage: tuple[CoverageRow, ...]
+    """Per process, its launches and the GPU work the trace holds of them
+    (:func:`~traceq.analyses.completeness.work_coverage`)."""
 
     def estimated_size(self) -> int:
         """Bytes held, roughly: the frames, plus a few hundred per listed item."""
         frames = (self.device_table, self.longest_gaps, self.kernel_totals, self.comm_kernels)
-        items = len(self.breakdown) + len(self.steps) + len(self.totals)
+        items = len(self.breakdown) + len(self.steps) + len(self.totals) + len(self.coverage)
         items += sum(len(r) for r in self.rankings.values())
         return int(sum(f.estimated_size() for f in frames)) + 300 * items
 
@@ -119,6 +123,7 @@ def summarise_part(
         totals=totals,
         rankings=rankings,
         comm_kernels=comm.select(COMM_COLUMNS),
+        coverage=coverage_rows(events),
     )
 
 

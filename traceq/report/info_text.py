@@ -47,6 +47,10 @@ def render_info(info: Mapping[str, Any]) -> str:
     if coverage:
         lines.append("")
         lines.extend(_launch_table(coverage))
+    unrecorded = [c for c in info.get("work_coverage", []) if c["unrecorded"]]
+    if unrecorded:
+        lines.append("")
+        lines.extend(_unrecorded_table(unrecorded))
     if info["warnings"]:
         lines.append("")
         lines.append("warnings")
@@ -89,4 +93,16 @@ def _launch_table(coverage: Sequence[Mapping[str, Any]]) -> list[str]:
             lines.append(f"      {kinds}")
     if any(c["unlaunched"] for c in coverage):
         lines.append("  idle before unlaunched work has no host thread to read: the report calls it unknown")
+    return lines
+
+
+def _unrecorded_table(coverage: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per process with any: kernel launches whose GPU work the trace does not hold."""
+    lines = ["kernel launches with no GPU work in the trace (the profiler lost the records)"]
+    lines.append(f"  {'process':<36} {'launches':>10} {'unrecorded':>10} {'share':>7}")
+    for c in coverage:
+        label = f"{c['source']}: pid {c['pid']}"
+        share = c["unrecorded"] / c["launches"] if c["launches"] else 0.0
+        lines.append(f"  {label[-36:]:<36} {_n(c['launches']):>10} {_n(c['unrecorded']):>10} {share:>7.1%}")
+    lines.append("  their time counts as idle: the report marks the numbers and findings of those GPUs")
     return lines

@@ -32,7 +32,8 @@ def dataclass_schema(cls: type[Any], definitions: dict[str, Any]) -> dict[str, A
             if field.name in docs:
                 spec = {**spec, "description": docs[field.name]}
             if field.name in enums:
-                spec = {**spec, "enum": list(enums[field.name])}
+                optional = type(None) in typing.get_args(hints[field.name])
+                spec = {**spec, "enum": [*enums[field.name], *([None] if optional else [])]}
             properties[field.name] = spec
         definitions[name] = {
             "type": "object",

@@ -10,7 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from traceq.analyses.job_model import JobAnalysis
-from traceq.analyses.model import DeviceBreakdown, Finding, Gap, KernelStat, Mfu, StepBreakdown
+from traceq.analyses.model import (
+    DataCaveat,
+    DeviceBreakdown,
+    Finding,
+    Gap,
+    KernelStat,
+    Mfu,
+    StepBreakdown,
+    WithheldFinding,
+)
 from traceq.analyses.timeline import TimelineExcerpt
 from traceq.meta import SourceMeta
 from traceq.report.jsonschema import dataclass_schema, to_jsonable
@@ -41,6 +50,11 @@ class Report:
     gaps: tuple[Gap, ...]
     kernels: tuple[KernelStat, ...]
     findings: tuple[Finding, ...]
+    caveats: tuple[DataCaveat, ...] = ()
+    """GPU work the trace lacks (rows skipped on import, launches never recorded), beside the numbers
+    it affects (``docs/findings.md``, "Incomplete data")."""
+    withheld_findings: tuple[WithheldFinding, ...] = ()
+    """Findings that fired on a device missing too much of its GPU work to be trusted."""
     mfu: Mfu | None
     timeline: TimelineExcerpt | None
     job: JobAnalysis | None

@@ -1,12 +1,12 @@
 """Sentences both renderers (terminal and HTML) say the same way: why a device has ``unknown``
-idle, and what the report counted as communication."""
+idle, what the report counted as communication, and what GPU work the trace lacks."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from traceq.analyses.comm import merge_comm_kernel_stats
-from traceq.analyses.model import CommKernelStat, DeviceBreakdown
+from traceq.analyses.model import CommKernelStat, DataCaveat, DeviceBreakdown
 from traceq.units import format_ns, pct
 
 NOTE_SHARE = 0.0005
@@ -27,6 +27,11 @@ def unknown_idle_note(d: DeviceBreakdown) -> str | None:
             "(the profiler did not record their CPU side)"
         )
     return f"{head}: every GPU activity has its launch, but the host thread recorded nothing at those times"
+
+
+def caveat_note(c: DataCaveat) -> str:
+    """A caveat as the report prints it beside the breakdown: its text, and whether it withholds."""
+    return c.text + ("; the findings measured on it are withheld" if c.withholds and c.devices else "")
 
 
 def comm_kernels(devices: Sequence[DeviceBreakdown]) -> tuple[CommKernelStat, ...]:

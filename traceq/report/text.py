@@ -8,9 +8,9 @@ from textwrap import wrap
 import click
 
 from traceq.analyses.job_model import JobAnalysis
-from traceq.analyses.model import CAUSES, DeviceBreakdown, Finding, Regime
+from traceq.analyses.model import CAUSES, DataCaveat, DeviceBreakdown, Finding, Regime, WithheldFinding
 from traceq.report.model import Report
-from traceq.report.notes import comm_kernels, comm_summary, unknown_idle_note
+from traceq.report.notes import caveat_note, comm_kernels, comm_summary, unknown_idle_note
 from traceq.units import device_label, format_ns, pct, shorten
 
 WIDTH = 80
@@ -45,8 +45,10 @@ def render_text(report: Report) -> str:
     lines.append("")
     if not report.devices:
         lines.append("no GPU activity in this trace: nothing to break down")
+        lines.extend(_caveats(report.caveats))
         return "\n".join(lines) + "\n"
     lines.extend(_breakdown(report.devices))
+    lines.extend(_caveats(report.caveats))
     comm = _comm_kernels(report.devices)
     if comm:
         lines.append("")
@@ -57,7 +59,8 @@ def render_text(report: Report) -> str:
     if report.job is not None:
         lines.extend(_job(report.job))
         lines.append("")
-    lines.extend(_findings(report.findings))
+    lines.extend(_findings(report.findings, withheld=bool(report.withheld_findings)))
+    lines.extend(_withheld(report.withheld_findings))
     if report.mfu is not None:
         lines.append("")
         m = report.mfu
@@ -77,9 +80,10 @@ def render_text(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _findings(findings: Sequence[Finding]) -> list[str]:
+def _findings(findings: Sequence[Finding], *, withheld: bool = False) -> list[str]:
     if not findings:
-        return [_heading("findings"), "  none: no cause of lost time reaches its threshold"]
+        why = "every one that fired is withheld (below)" if withheld else "no cause of lost time reaches its threshold"
+        return [_heading("findings"), f"  none: {why}"]
     out = [_heading(f"findings ({len(findings)})")]
     for f in findings:
         tag = click.style(f"{f.severity:<6}", fg=SEVERITY_COLOURS.get(f.severity), bold=True)
@@ -87,6 +91,28 @@ def _findings(findings: Sequence[Finding]) -> list[str]:
         out.append(f"  {tag}  {title[0]}")
         out.extend(f"{'':10}{line}" for line in title[1:])
         out.extend(f"{'':10}{line}" for line in wrap(f"fix: {f.fix}", WIDTH - 10))
+        for caveat in f.caveats:
+            out.extend(f"{'':10}{line}" for line in wrap(f"caveat: {caveat}", WIDTH - 10))
+    return out
+
+
+def _caveats(caveats: Sequence[DataCaveat]) -> list[str]:
+    """The GPU work the trace lacks, under the numbers it affects (``docs/findings.md``)."""
+    out: list[str] = []
+    for c in caveats:
+        lines = wrap(f"incomplete: {caveat_note(c)}", WIDTH - 4)
+        out.append("  " + click.style("!", fg="yellow", bold=True) + f" {lines[0]}")
+        out.extend(f"    {line}" for line in lines[1:])
+    return out
+
+
+def _withheld(withheld: Sequence[WithheldFinding]) -> list[str]:
+    if not withheld:
+        return []
+    out = [_heading(f"withheld findings ({len(withheld)}): the trace lacks too much of the work they measure")]
+    for w in withheld:
+        lines = wrap(f"{w.id}: {w.title}", WIDTH - 4)
+        out.extend(f"  {'' if i == 0 else '  '}{line}" for i, line in enumerate(lines))
     return out
 
 

@@ -394,6 +394,16 @@ def _final_columns(*, source: str, rank: int | None, by_name: dict[str, pl.Expr]
     ]
 
 
+def _kind_of_category(category: str) -> str | None:
+    """The kind a category's rows become, for the import statistics (None: several, or none)."""
+    lowered = category.lower()
+    if lowered == "operator":  # PyTorch 1.8 wrote its step annotations as operators
+        return None
+    if lowered.endswith(API_CATEGORY_SUFFIXES):
+        return "cuda_api"
+    return KIND_OF_CATEGORY.get(lowered)
+
+
 def _counts(events: pl.DataFrame, source: str, non_objects: int) -> tuple[CategoryCount, ...]:
     """One CategoryCount per ``cat`` (``ph=<ph>`` for events without one)."""
     # The lazy engine groups these categoricals in a fraction of the eager group_by's memory.
@@ -410,6 +420,7 @@ def _counts(events: pl.DataFrame, source: str, non_objects: int) -> tuple[Catego
             events=sum(outcomes.values()),
             rows=outcomes.get(ROW, 0),
             skipped={k: v for k, v in outcomes.items() if k != ROW},
+            kind=_kind_of_category(category),
         )
         for category, outcomes in sorted(by_category.items())
     ]

@@ -100,6 +100,15 @@ NOT_IMPORTED_TABLES: Final[Mapping[str, str]] = {
 they appear in the stats as ``events=N rows=0 skipped={"table not imported": N}``."""
 
 _GPU_ACTIVITY_TABLES: Final = (KERNEL, GRAPH_TRACE, MEMCPY, MEMSET)
+_KIND_OF_TABLE: Final = {
+    KERNEL: "kernel",
+    GRAPH_TRACE: "kernel",
+    MEMCPY: "memcpy",
+    MEMSET: "memset",
+    RUNTIME: "cuda_api",
+    SYNC: "gpu_sync",
+}
+"""The kind each table's rows become (the import statistics' ``kind``; NVTX's are several)."""
 # Converted in this order, which is also the order of ties in the sort (rows of one table keep
 # their file order).  These are read and converted in chunks; NVTX is read in chunks and
 # converted whole; SYNC is read whole.
@@ -358,7 +367,12 @@ class _TableCounts:
             skipped["invalid interval"] = skipped.pop("invalid interval")
         self.owner.counts.append(
             CategoryCount(
-                source=self.owner.source, category=self.name, events=self.events, rows=self.rows, skipped=skipped
+                source=self.owner.source,
+                category=self.name,
+                events=self.events,
+                rows=self.rows,
+                skipped=skipped,
+                kind=_KIND_OF_TABLE.get(self.name),
             )
         )
         if self.unresolved:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from traceq.analyses.model import SEVERITIES, DeviceBreakdown, Finding
+from traceq.analyses.model import SEVERITIES, DeviceBreakdown, Finding, WithheldFinding
 from traceq.meta import SourceMeta
 from traceq.report.model import Report
 from traceq.units import format_ns, format_share, pct
@@ -62,13 +62,16 @@ class FindingCard:
     metrics: tuple[tuple[str, str], ...]
     evidence: tuple[EvidenceItem, ...]
     fix: str
+    caveats: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Findings:
-    """The findings section: the cards, most severe first (none: the clean card)."""
+    """The findings section: the cards, most severe first (none: the clean card), and the findings
+    withheld for want of GPU work in the trace."""
 
     cards: tuple[FindingCard, ...]
+    withheld: tuple[WithheldFinding, ...]
 
 
 def trace_name(files: Sequence[SourceMeta]) -> str:
@@ -109,6 +112,11 @@ def header(report: Report) -> Header:
         worst = findings[0]
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
         verdict = Verdict(severity_class(worst.severity), worst.severity, worst.title + more)
+    elif report.withheld_findings:
+        n = len(report.withheld_findings)
+        verdict = Verdict(
+            severity_class("medium"), "withheld", f"{n} finding(s) withheld: the trace lacks too much of its GPU work"
+        )
     elif report.devices:
         dur, compute, exposed, idle = _totals(report.devices)
         verdict = Verdict(
@@ -126,6 +134,7 @@ def header(report: Report) -> Header:
         ", ".join(formats) or "no sources",
         f"{len(report.devices)} device(s)" + (f" on {len(ranks)} ranks" if len(ranks) > 1 else ""),
         f"{max(d.steps for d in stepped)} step(s) per device" if stepped else "no step ranges matched",
+        *(("incomplete: GPU work is missing (see the step breakdown)",) if report.caveats else ()),
     )
     warnings = sum(len(s.warnings) for s in report.source.files)
     return Header(trace_name(report.source.files), verdict, facts, warnings)
@@ -166,6 +175,7 @@ def findings(report: Report) -> Findings:
                 metrics=tuple((k, metric_value(k, v)) for k, v in sorted(f.metrics.items())),
                 evidence=tuple(evidence),
                 fix=f.fix,
+                caveats=f.caveats,
             )
         )
-    return Findings(tuple(cards))
+    return Findings(tuple(cards), report.withheld_findings)

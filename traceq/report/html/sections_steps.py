@@ -17,7 +17,7 @@ from traceq.report.html.chart_style import PALETTE
 from traceq.report.html.charts_steps import MAX_STEP_CHART_DEVICES
 from traceq.report.html.tables import Cell, Column, Table, name_cell, num, row, table
 from traceq.report.model import Report
-from traceq.report.notes import comm_kernels, comm_summary, unknown_idle_note
+from traceq.report.notes import caveat_note, comm_kernels, comm_summary, unknown_idle_note
 from traceq.units import device_label, format_ns, format_share, pct
 
 LONGEST_GAPS: Final = 10
@@ -41,6 +41,8 @@ class Breakdown:
     """Whether any device has warm-up steps (left out of the findings and MFU)."""
     regimes: tuple[str, ...]
     """One line per device (the first few): its regime and the numbers behind it."""
+    caveats: tuple[str, ...]
+    """The GPU work the trace lacks (:func:`~traceq.report.notes.caveat_note`), above the numbers."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class Idle:
     gaps_total: str
     unknown_notes: tuple[str, ...] = ()
     """Per device with ``unknown`` idle, why (:func:`traceq.report.notes.unknown_idle_note`)."""
+    caveats: tuple[str, ...] = ()
+    """The GPU work the trace lacks (:func:`~traceq.report.notes.caveat_note`): idle over-counts it."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,7 @@ def breakdown(report: Report, chart: bool) -> Breakdown:
         activity_windows=any(d.window == "activity" for d in report.devices),
         warmup=any(d.warmup_steps for d in report.devices),
         regimes=tuple(_regime_line(d) for d in report.devices if d.regime is not None)[:MAX_STEP_CHART_DEVICES],
+        caveats=tuple(caveat_note(c) for c in report.caveats),
         charted_devices=MAX_STEP_CHART_DEVICES if len(report.devices) > MAX_STEP_CHART_DEVICES else None,
         devices=len(report.devices),
     )
@@ -214,6 +219,7 @@ def idle(report: Report, chart: bool) -> Idle:
             for d in report.devices
             if (note := unknown_idle_note(d)) is not None
         ),
+        caveats=tuple(caveat_note(c) for c in report.caveats),
     )
 
 
