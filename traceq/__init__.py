@@ -6,13 +6,14 @@ Reads Nsight Systems exports and PyTorch-profiler (Kineto) traces into one colum
 
 from __future__ import annotations
 
-from traceq.api import Analysis, ModelSpec, Report, Trace, TraceMeta, analyze, info, load, mfu, report
+from traceq.api import Analysis, Diff, ModelSpec, Report, Trace, TraceMeta, analyze, diff, info, load, mfu, report
 from traceq.errors import TraceqError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Analysis",
+    "Diff",
     "ModelSpec",
     "Report",
     "Trace",
@@ -20,6 +21,7 @@ __all__ = [
     "TraceqError",
     "__version__",
     "analyze",
+    "diff",
     "info",
     "load",
     "mfu",
