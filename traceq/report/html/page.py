@@ -137,6 +137,11 @@ def cdn_url() -> str:
     return f"https://cdn.plot.ly/plotly-{plotly.offline.get_plotlyjs_version()}.min.js"
 
 
+def plotly_element(cdn: bool) -> Markup:
+    """The plotly.js ``<script>`` element, inlined or from the CDN (markup: see the module docstring)."""
+    return _plotly_element(cdn)
+
+
 @lru_cache(maxsize=2)
 def _plotly_element(cdn: bool) -> Markup:
     source = plotly.offline.get_plotlyjs()
