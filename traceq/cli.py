@@ -20,7 +20,14 @@ import polars as pl
 
 from traceq import api, schema
 from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS
-from traceq.cache import CACHE_DIR_ENV, Cache, CacheWarning
+from traceq.cache import (
+    CACHE_DIR_ENV,
+    CACHE_VERIFY_ENV,
+    VERIFY_MODES,
+    Cache,
+    CacheWarning,
+    default_cache_dir,
+)
 from traceq.cli_errors import TraceqGroup, exit_codes_epilog
 from traceq.errors import InvalidArgumentError
 from traceq.executors import ExecutorSpec
@@ -52,7 +59,17 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def _cache_opts(command: Callable[..., None]) -> Callable[..., None]:
-    """``--cache-dir``, ``--no-cache``, ``--jobs`` and ``--scheduler``, for every command that loads traces."""
+    """``--cache-dir``, ``--no-cache``, ``--cache-verify``, ``--jobs`` and ``--scheduler``, for every
+    command that loads traces."""
+    command = click.option(
+        "--cache-verify",
+        type=click.Choice(VERIFY_MODES),
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help=f"How a cache entry's source is checked: 'sampled' (size, mtime, first and last MiB) or "
+        f"'full' (every byte; about 1 s per GB). Default: ${CACHE_VERIFY_ENV}, else sampled.",
+    )(command)
     command = click.option(
         "--scheduler",
         metavar="URL",
@@ -338,9 +355,16 @@ def _executor(meta: dict[str, Any]) -> ExecutorSpec:
 
 
 def _cache(cache_dir: Path | None, no_cache: bool) -> Cache | bool:
-    if no_cache and cache_dir is not None:
-        raise InvalidArgumentError("pass --cache-dir or --no-cache, not both")
-    return Cache(cache_dir) if cache_dir is not None else not no_cache
+    """The cache the options ask for (``--cache-verify`` is read from the context, see :func:`_remember`)."""
+    verify = click.get_current_context().meta.get("traceq.cache_verify")
+    if no_cache and (cache_dir is not None or verify is not None):
+        given = "--cache-dir" if cache_dir is not None else "--cache-verify"
+        raise InvalidArgumentError(f"pass {given} or --no-cache, not both")
+    if no_cache:
+        return False
+    if cache_dir is None and verify is None:
+        return True  # the default cache, as each worker finds it (Cache.default)
+    return Cache(cache_dir if cache_dir is not None else default_cache_dir(), verify=verify)
 
 
 @contextmanager
