@@ -18,6 +18,7 @@ decides its rank where nothing else does); the report pipeline reads a job file 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -125,6 +126,8 @@ def load_file(path: Path, *, fmt: Format | None = None, cache: Cache | bool = Tr
     """One file as a ``Trace``: a traceq Parquet file read back, any other format imported through
     the cache (``cache`` as in :func:`load`)."""
     store = Cache.default() if cache is True else cache if isinstance(cache, Cache) else None
+    if fmt is not None:
+        _check_readable(path)  # detect_format, skipped, would have said so; an importer may not
     fmt = fmt or detect_format(path)
     if fmt == "parquet":
         return read_parquet(path)
@@ -137,6 +140,17 @@ def load_file(path: Path, *, fmt: Format | None = None, cache: Cache | bool = Tr
     trace = _from_result(read_file(path, fmt))
     store.put(key, trace.to_arrow())
     return trace
+
+
+def _check_readable(path: Path) -> None:
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))  # O_NONBLOCK: a FIFO does not block here
+    except FileNotFoundError as exc:
+        raise InputNotFoundError("no such file or directory", path=path, hint="check the path") from exc
+    except IsADirectoryError as exc:
+        raise InputNotFoundError("is a directory", path=path, hint="pass the trace files inside it") from exc
+    except OSError as exc:
+        raise InputNotFoundError(f"cannot be read ({exc.strerror})", path=path, hint="check permissions") from exc
 
 
 def _from_result(result: ImportResult) -> Trace:
