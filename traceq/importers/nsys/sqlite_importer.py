@@ -208,6 +208,12 @@ class _Import:
                 self._keep(counts.add(nvtx_raw.height, convert_nvtx(nvtx_raw, self.strings)), NVTX)
         self._count_not_imported()
         self.db.done_reading()  # before the sort: the raw chunks' memory goes back as it is freed
+        if self.db.lossy.replaced:
+            self.warnings.append(
+                f"{self.db.lossy.replaced} text values were not valid UTF-8; each invalid byte reads as U+FFFD"
+            )
+        if self.db.copy is not None:
+            self.warnings.append("the export is in WAL mode with transactions not yet checkpointed; they were read")
 
         if self.gpu_rows == 0:
             self.warnings.insert(0, "no GPU activity in this capture (no kernels, memcpys or memsets)")
