@@ -115,3 +115,14 @@ class DuplicateRankError(TraceqError):
 
 class InvalidArgumentError(TraceqError):
     """A parameter value is malformed (a bad regex, an unknown kind, ...)."""
+
+
+class LimitExceededError(TraceqError):
+    """Reading the input would pass one of traceq's documented limits (a gzip file that inflates far
+    beyond its size, nesting deeper than the JSON reader follows); the message names the setting
+    that raises the limit, where there is one."""
+
+
+class NotARegularFileError(TraceqError):
+    """The input is a FIFO, a device, a socket: something that is not a regular file, which traceq
+    does not read unless asked to (it might never end, or never start)."""

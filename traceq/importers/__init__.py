@@ -16,6 +16,7 @@ magic) and falls back on the suffix only for ``.nsys-rep``/``.qdrep``, whose con
 from __future__ import annotations
 
 import gzip
+import zlib
 from pathlib import Path
 from typing import Literal
 
@@ -52,7 +53,7 @@ def detect_format(path: Path) -> Format:
         try:
             with gzip.open(path, "rb") as fh:
                 inner = fh.read(64)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise CorruptTraceError(
                 f"gzip stream is damaged ({exc})", path=path, hint="the file is truncated or not gzip; copy it again"
             ) from exc

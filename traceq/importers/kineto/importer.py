@@ -28,16 +28,19 @@ from traceq.stats import ImportStats
 Parser = Literal["auto", "fast", "lenient"]
 
 
-def read_kineto(path: Path, *, parser: Parser = "auto") -> ImportResult:
+def read_kineto(path: Path, *, parser: Parser = "auto", max_inflate_ratio: float | None = None) -> ImportResult:
     """Import one ``.json`` or ``.json.gz`` Chrome trace (gzip is detected from the content).
 
     Returns the event table (columns of :mod:`traceq.schema`, sorted by ``start_ns`` then
     ``end_ns``, times in ns on the trace's own clock), per-category stats and the file's meta.
     ``parser`` forces one of the two parsers (for tests and benchmarks): ``"fast"`` raises
     :class:`~traceq.errors.UnsupportedFormatError` where ``"auto"`` would fall back.
+    ``max_inflate_ratio`` bounds what a gzip file may inflate to
+    (:func:`~traceq.importers.kineto.trace_bytes.inflate_limit`; default ``$TRACEQ_MAX_INFLATE_RATIO``
+    or 100 times its size): more is refused with :class:`~traceq.errors.LimitExceededError`.
     """
     path = Path(path)
-    parsed = _parse(path, parser)
+    parsed = _parse(path, parser, max_inflate_ratio)
     events, total = parsed.events, parsed.events.height + parsed.non_objects
     if total == 0:
         raise EmptyTraceError(
@@ -86,15 +89,15 @@ def _in_file_order(rows: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame([rows.drop_in_place(name) for name in list(rows.columns)])
 
 
-def _parse(path: Path, parser: Parser) -> ParsedTrace:
+def _parse(path: Path, parser: Parser, ratio: float | None) -> ParsedTrace:
     if parser == "lenient":
-        return parse_lenient(read_trace_bytes(path), path, compact)
-    source = open_trace(path)
+        return _lenient(path, open_trace(path, max_inflate_ratio=ratio), ratio)
+    source = open_trace(path, max_inflate_ratio=ratio)
     try:
         try:
             return parse_fast(source, compact)
         except InflatedPastHint:  # a gzip stream longer than its trailer said: parse it whole
-            source = read_trace_bytes(path)
+            source = read_trace_bytes(path, max_inflate_ratio=ratio)
             return parse_fast(source, compact)
     except FastPathDeclined as declined:
         if parser == "fast":
@@ -102,19 +105,27 @@ def _parse(path: Path, parser: Parser) -> ParsedTrace:
                 f"the fast JSON path declined the file ({declined.reason})", path=path, hint="use parser='auto'"
             ) from declined
         reason = declined.reason
-    lenient = parse_lenient(_all_bytes(path, source), path, compact)
+    lenient = _lenient(path, source, ratio)
     note = f"the fast JSON path declined the file ({reason}); it was read with the slower lenient parser"
     return ParsedTrace(
         lenient.events, lenient.top, lenient.container, lenient.parser, lenient.non_objects, (note, *lenient.warnings)
     )
 
 
-def _all_bytes(path: Path, source: Raw | Inflating) -> Raw:
-    """The file's bytes for the lenient parser: a gzip file is inflated again where the fast path
+def _lenient(path: Path, source: Raw | Inflating, ratio: float | None) -> ParsedTrace:
+    """The lenient parser over the file's bytes: a gzip file is inflated again where the fast path
     gave some of its inflated pages back."""
+    if isinstance(source, Inflating) and source.released:
+        source = open_trace(path, max_inflate_ratio=ratio)
     if not isinstance(source, Inflating):
-        return source
-    return read_trace_bytes(path) if source.released else source.whole()
+        return parse_lenient(source, path, compact)
+    parsed = parse_lenient(source.whole(), path, compact)
+    squeezed = source.squeeze_warnings()
+    if not squeezed:
+        return parsed
+    return ParsedTrace(
+        parsed.events, parsed.top, parsed.container, parsed.parser, parsed.non_objects, parsed.warnings + squeezed
+    )
 
 
 __all__ = ["Parser", "read_kineto"]
