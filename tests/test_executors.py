@@ -346,10 +346,8 @@ def test_the_format_and_cache_reach_each_files_load(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(traceq.loading, "load_file", recording)
     with open_executor(1, ["x.json", "y.json"]) as tasks:
         got = tasks.map(traceq.loading._load_task, [(Path(f), ("kineto-json", False)) for f in ("x.json", "y.json")])
-    assert seen == [
-        (Path("x.json"), {"fmt": "kineto-json", "cache": False}),
-        (Path("y.json"), {"fmt": "kineto-json", "cache": False}),
-    ]
+    options = {"fmt": "kineto-json", "cache": False, "special_files": None, "max_inflate_ratio": None}
+    assert seen == [(Path("x.json"), options), (Path("y.json"), options)]
     assert all(g is w for g, w in zip(got, reference[:2], strict=True))
 
 
