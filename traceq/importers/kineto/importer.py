@@ -7,12 +7,14 @@ user sees.  ``docs/importers-kineto.md`` describes what is read per PyTorch era 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 import polars as pl
 
 from traceq.errors import EmptyTraceError, UnsupportedFormatError
+from traceq.importers.duplicates import count_duplicates, drop_exact_duplicates
 from traceq.importers.event_rows import EventRows
 from traceq.importers.kineto.compact import compact
 from traceq.importers.kineto.fast_parser import parse_fast
@@ -23,7 +25,7 @@ from traceq.importers.kineto.raw_frame import ParsedTrace
 from traceq.importers.kineto.scanner import FastPathDeclined
 from traceq.importers.kineto.trace_bytes import InflatedPastHint, Inflating, Raw, open_trace, read_trace_bytes
 from traceq.importers.result import ImportResult
-from traceq.stats import ImportStats
+from traceq.stats import CategoryCount, ImportStats
 
 Parser = Literal["auto", "fast", "lenient"]
 
@@ -70,9 +72,25 @@ def read_kineto(path: Path, *, parser: Parser = "auto", max_inflate_ratio: float
         )
     event_rows = EventRows()
     event_rows.add(_in_file_order(rows))
-    table = event_rows.sorted_table()
+    table, dropped = drop_exact_duplicates(event_rows.sorted_table())
+    counts = count_duplicates(counts, _by_stats_category(dropped, counts))
     meta = build_meta(path, top, facts, table, container=container, parser=parser_used, warnings=warnings)
     return ImportResult(events=table.to_arrow(), stats=ImportStats.of(counts), meta=meta)
+
+
+def _by_stats_category(dropped: pl.DataFrame, counts: Sequence[CategoryCount]) -> dict[str, int]:
+    """The duplicates dropped per stats category: their ``cat``, or for events without one the
+    ``ph=<phase>`` category their kind allows (instants ``i``/``I``, others ``X``/``B``), the first
+    of those that has the rows."""
+    out: dict[str, int] = {}
+    rows = {c.category: c.rows for c in counts}
+    tally = dropped.group_by("category", "kind").len()
+    for category, kind, n in tally.iter_rows():
+        if category is None:
+            phases = ("ph=i", "ph=I") if kind == "instant" else ("ph=X", "ph=B")
+            category = next((c for c in phases if rows.get(c, 0) - out.get(c, 0) >= n), phases[0])
+        out[str(category)] = out.get(str(category), 0) + n
+    return out
 
 
 def _in_file_order(rows: pl.DataFrame) -> pl.DataFrame:
