@@ -37,6 +37,7 @@ from traceq.progress import import_progress
 from traceq.report.info_text import render_info
 from traceq.report.render import renderer_for
 from traceq.report.text import render_text
+from traceq.units import CONTROL_ESCAPES
 
 # readable=False: an unreadable input is the loader's one-line error, which names the file.
 _paths = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
@@ -177,6 +178,9 @@ def events(
         rows = frame.with_columns(pl.col(pl.Categorical, pl.Enum).cast(pl.String)).to_dicts()
         click.echo(json.dumps(rows, indent=1))
     else:
+        # The terminal gets the control characters of names as escapes (units.printable).
+        text = pl.col(pl.Categorical, pl.Enum, pl.String).cast(pl.String)
+        frame = frame.with_columns(text.str.replace_many(list(CONTROL_ESCAPES), list(CONTROL_ESCAPES.values())))
         with pl.Config(
             tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200, tbl_hide_dataframe_shape=True
         ):
