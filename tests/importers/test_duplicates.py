@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+import traceq
 from traceq import schema
 from traceq.importers.duplicates import SKIP_DUPLICATE, drop_exact_duplicates
 from traceq.importers.kineto.importer import read_kineto
@@ -60,6 +61,14 @@ def test_kineto_kernels_and_launches_recorded_twice_are_kept_once_and_counted(tm
     assert got.equals(schema.to_polars(read_kineto(once).events).drop("source"))
     assert _stats(result)["kernel"] == (4, 2, {SKIP_DUPLICATE: 2})
     assert _stats(result)["cuda_runtime"] == (3, 2, {SKIP_DUPLICATE: 1})
+
+
+def test_a_copy_is_not_missing_work_so_the_report_has_no_caveat_for_it(tmp_path: Path) -> None:
+    # The caveats of incomplete data count rows skipped on import; a copy's event is a row.
+    events = [_launch(0, 1), _kernel(10, 1), _launch(20, 2), _kernel(30, 2)]
+    path = tmp_path / "doubled.json"
+    path.write_text(json.dumps({"traceEvents": [*events, _kernel(10, 1)]}))
+    assert traceq.report(path).caveats == ()
 
 
 def test_kineto_rows_the_table_cannot_tell_apart_are_kept(tmp_path: Path) -> None:

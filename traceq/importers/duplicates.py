@@ -20,15 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Final
 
 import polars as pl
 
 from traceq.schema import GPU_ACTIVITY_KINDS
-from traceq.stats import CategoryCount
-
-SKIP_DUPLICATE: Final = "exact duplicate"
-"""The skip reason of a later copy of an event."""
+from traceq.stats import SKIP_DUPLICATE, CategoryCount
 
 
 def drop_exact_duplicates(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
