@@ -36,7 +36,47 @@ def cli_reference() -> str:
         assert command is not None
         sub = click.Context(command, info_name=name, parent=ctx, **settings)
         parts.append(f"## traceq {name}\n\n```\n" + command.get_help(sub) + "\n```\n")
+    parts.append(_exit_status())
+    parts.append(OUTPUT_FILES)
     return "\n".join(parts)
+
+
+def _exit_status() -> str:
+    """The table of ``traceq.errors.ExitCode``: what ``traceq --help`` lists, with a word on each."""
+    from traceq.errors import ExitCode
+
+    rows = "".join(f"| {code.value} | `{code.name}` | {code.meaning} |\n" for code in ExitCode)
+    return (
+        "## Exit status\n\n"
+        "Every command ends with one of these (`traceq.errors.ExitCode`). An error prints one line on\n"
+        "stderr, `traceq: error: <file>: <what is wrong>. <what to do>`, and never a traceback (only\n"
+        "with `--debug`); 70 is only ever a traceq bug, never bad input.\n\n"
+        "| status | name | meaning |\n| ---: | --- | --- |\n" + rows
+    )
+
+
+OUTPUT_FILES = """## Output files
+
+`report` (`-o`, `--json`, the default `<input>.report.html`) and `convert -o` check their outputs
+before importing anything (`traceq/outputs.py`):
+
+- An output that **is one of the inputs** is refused, with or without `--force`: the same path,
+  the same file through a symbolic link, or a hard link to it (same device and inode), the trace
+  files of a directory input included. `traceq convert x.parquet -o x.parquet` is refused too.
+- An output **inside an input directory under a name a directory scan reads as a trace**
+  (`traceq report ranks/ --json ranks/job.json`) is refused: the next run over `ranks/` would
+  read it as a rank. Write it beside the directory, or under another suffix (`ranks/job.html`).
+- An output that exists is replaced only with `--force`. Its directory must exist and be
+  writable; otherwise one line names the output and the directory.
+- Each output is written to a temporary file beside it and renamed over it when complete: a write
+  that fails (a full disk) leaves the previous file as it was and nothing else behind. A symbolic
+  link given as the output is written through (its target is replaced).
+- The files are written before the summary is printed, so `traceq report … | head -1` still
+  writes every file; traceq then stops quietly (exit status 141) when the reader of its output has
+  gone.
+- A file name starting with `-` reads as an option: pass it as `./-x.json` or after `--`
+  (`traceq info -- -x.json`).
+"""
 
 
 def generated_files() -> dict[str, str]:

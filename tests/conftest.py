@@ -1,12 +1,18 @@
-"""Shared fixtures: where the real traces and the shipped samples are; a private cache per test."""
+"""Shared fixtures: where the real traces and the shipped samples are; a private cache per test.
+And hypothesis's settings for the whole suite: no per-example deadline and no "too slow" health
+check, the two places where hypothesis reads the clock, so that a loaded machine fails nothing."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from traceq.cache import CACHE_DIR_ENV
+
+settings.register_profile("traceq", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("traceq")
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_traces"

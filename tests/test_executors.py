@@ -33,7 +33,7 @@ from traceq.executors import ExecutorSpec, open_executor
 from traceq.loading import combine, iter_trace_files
 from traceq.trace import Trace
 
-from .conftest import SAMPLES
+from .conftest import REPO, SAMPLES
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -171,13 +171,6 @@ def test_dask_by_scheduler_address(dask_client: Any, job_files: list[Path], refe
     assert_same(load_each(job_files[:3], address), reference[:3])
 
 
-def _children(pid: int) -> set[int]:
-    found: set[int] = set()
-    for listing in Path(f"/proc/{pid}/task").glob("*/children"):
-        found |= {int(k) for k in listing.read_text().split()}
-    return found
-
-
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -186,25 +179,41 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the process tree from /proc")
-def test_pool_workers_exit_when_the_driver_is_killed(job_files: list[Path]) -> None:
-    """A SIGKILLed driver cannot shut its pool down; its workers must not linger."""
-    driver_code = "import json, sys\nimport traceq\ntraceq.load(json.loads(sys.argv[1]), executor=2, cache=False)\n"
-    many = [str(f) for f in job_files] * 20  # long enough to be killed mid-way
-    driver = subprocess.Popen([sys.executable, "-c", driver_code, json.dumps(many)])
+_GUARD_S = 120.0
+"""How long the test below waits for something that must happen: a guard against a hang, far
+beyond any load, never a measurement (workers notice their driver is gone within a second)."""
+
+
+def _wait_for(condition: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + _GUARD_S
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads process states from /proc")
+def test_pool_workers_exit_when_the_driver_is_killed(tmp_path: Path) -> None:
+    """A SIGKILLed driver cannot shut its pool down; its workers must not linger.  Both workers
+    run a task that never ends (tests/executor_tasks.py), so the driver is killed mid-way however
+    fast the machine, and the test knows the workers' pids from the tasks themselves."""
+    driver_code = (
+        "import sys\nfrom pathlib import Path\nfrom traceq.executors import open_executor\n"
+        "from tests.executor_tasks import announce_and_block\n"
+        "folders = [Path(sys.argv[1])] * 2\n"
+        "with open_executor(2, folders) as tasks:\n"
+        "    tasks.map(announce_and_block, [(f, ()) for f in folders])\n"
+    )
+    driver = subprocess.Popen([sys.executable, "-c", driver_code, str(tmp_path)], cwd=REPO)
     try:
-        deadline = time.monotonic() + 60
-        workers: set[int] = set()
-        while len(workers) < 2 and time.monotonic() < deadline:  # the pool also starts a resource tracker
-            time.sleep(0.2)
-            workers = {p for p in _children(driver.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()}
-        assert len(workers) == 2, "the pool did not start"
+        assert _wait_for(lambda: len(list(tmp_path.glob("*.running"))) == 2), "the pool did not start"
     finally:
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
-    deadline = time.monotonic() + 15
-    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    workers = [int(p.name.split(".")[0]) for p in tmp_path.glob("*.running")]
+    assert driver.pid not in workers
+    _wait_for(lambda: not any(_alive(p) for p in workers))
     leaked = [p for p in workers if _alive(p)]
     for pid in leaked:
         os.kill(pid, signal.SIGKILL)
@@ -337,10 +346,8 @@ def test_the_format_and_cache_reach_each_files_load(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(traceq.loading, "load_file", recording)
     with open_executor(1, ["x.json", "y.json"]) as tasks:
         got = tasks.map(traceq.loading._load_task, [(Path(f), ("kineto-json", False)) for f in ("x.json", "y.json")])
-    assert seen == [
-        (Path("x.json"), {"fmt": "kineto-json", "cache": False}),
-        (Path("y.json"), {"fmt": "kineto-json", "cache": False}),
-    ]
+    options = {"fmt": "kineto-json", "cache": False, "special_files": None, "max_inflate_ratio": None}
+    assert seen == [(Path("x.json"), options), (Path("y.json"), options)]
     assert all(g is w for g, w in zip(got, reference[:2], strict=True))
 
 

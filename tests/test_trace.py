@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import traceq
-from traceq.errors import DuplicateRankError, InputNotFoundError, UnsupportedFormatError
+from traceq.errors import CorruptTraceError, DuplicateRankError, InputNotFoundError, UnsupportedFormatError
 
 from .builders import api, kernel, memcpy, step, trace
 
@@ -51,6 +51,34 @@ def test_parquet_not_written_by_traceq_is_refused(tmp_path: Path) -> None:
     pl.DataFrame({"a": [1]}).write_parquet(path)
     with pytest.raises(UnsupportedFormatError, match="not written by traceq"):
         traceq.load(path)
+
+
+def _flipped(data: bytes, at: int) -> bytes:
+    return data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1 :]
+
+
+def test_a_damaged_traceq_parquet_file_is_a_corrupt_input_naming_it_never_served(tmp_path: Path, samples: Path) -> None:
+    # Flip one bit at a time across the file: each copy is read as the same trace or refused as a
+    # damaged file (CorruptTraceError, the bad-input exit code) -- never "a traceq bug" (exit 3)
+    # nor another exception; the pages' checksums catch flips in the data.
+    original = traceq.load(samples / "training_step.pt.trace.json.gz", cache=False)
+    data = original.to_parquet(tmp_path / "good.parquet").read_bytes()
+    path = tmp_path / "damaged.parquet"
+    refused = 0
+    for at in range(0, len(data), max(1, len(data) // 150)):
+        path.write_bytes(_flipped(data, at))
+        try:
+            back = traceq.load(path)
+        except CorruptTraceError as exc:
+            assert exc.exit_code == 2 and exc.one_line().startswith(f"{path}: ") and "\n" not in exc.one_line()
+            refused += 1
+            continue
+        except UnsupportedFormatError:  # the flip hit the magic number or the schema version
+            refused += 1
+            continue
+        page_data = back.events.equals(original.events)
+        assert page_data, f"a flip at byte {at} was served as a different table"
+    assert refused > 100
 
 
 def test_sqlite_export_holds_every_row_and_the_statistics(tmp_path: Path) -> None:

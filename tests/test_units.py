@@ -74,6 +74,12 @@ def test_names_are_cut_with_an_ellipsis() -> None:
     assert units.short_kernel_name(name, limit=20) == "at::native::vectori…"
 
 
+def test_control_characters_are_spelled_as_escapes_for_the_terminal() -> None:
+    raw = "a\x00b\x07c\rd\ne\tf\x1b[2Jg\x7fh\x9bi"
+    assert units.printable(raw) == "a\\x00b\\x07c\\rd\\ne\\tf\\x1b[2Jg\\x7fh\\u009bi"
+    assert units.printable("aten::mm → é, 中文") == "aten::mm → é, 中文"  # everything else as it is
+
+
 def test_device_labels_in_their_three_forms() -> None:
     assert units.device_label(2, 0) == "rank 2, GPU 0"
     assert units.device_label(None, 1, pid=4321) == "GPU 1, pid 4321"

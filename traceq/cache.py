@@ -1,23 +1,34 @@
 """The columnar cache: each source file's imported event table, kept as Parquet until the source changes.
 
 An entry is a traceq Parquet file -- the format of :meth:`traceq.trace.Trace.to_parquet` (zstd,
-the sources and import statistics under the ``traceq`` metadata key) -- with one more metadata
-key, ``traceq.cache``, holding the :class:`SourceKey` the entry was made from.  This module moves
-tables in and out of the directory; :mod:`traceq.trace` encodes and decodes them.
+the sources and import statistics under the ``traceq`` metadata key) -- with two more metadata
+keys: ``traceq.cache``, the :class:`SourceKey` the entry was made from, and
+``traceq.cache.blake2b``, a digest of the entry's own bytes.  This module moves tables in and out
+of the directory; :mod:`traceq.trace` encodes and decodes them.
 
-An entry is used only when the key of the source *as it is now* equals the stored key in every
-field, so the cache is never trusted blindly:
+**An entry is never served damaged.**  Its digest is a blake2b of the whole file as written
+(with the digest's own 32 characters read as zeros); :meth:`Cache.get` reads the entry's bytes,
+checks the digest, and decodes the table from the bytes it checked.  A bit flipped anywhere in
+the entry -- data pages, footer, metadata, the digest itself -- fails the check: the entry is
+discarded with one :class:`CacheWarning`, and the source is imported again.
 
-* the source's resolved absolute path, its size and mtime (ns), and a blake2b digest of its first
-  and last MiB (an edit that keeps the size and restores the mtime still changes the digest);
+**An entry is used only when the key of the source as it is now equals the stored key**:
+
+* the source's resolved absolute path, its size and mtime (ns), and a blake2b digest of its size
+  and its first and last :data:`HASHED_SPAN_BYTES` (1 MiB; the whole file up to 2 MiB).  This
+  *sampled* check reads at most 2 MiB: an edit that keeps the size and restores the mtime is
+  caught when it touches the first or last MiB, **not** when it is confined to the middle of a
+  larger file.  ``verify="full"`` (:class:`Cache`; ``--cache-verify full``;
+  ``TRACEQ_CACHE_VERIFY=full``) adds a blake2b of every byte of the source, which catches any
+  edit at the price of reading the whole source on each open (about 1 s per GB);
 * the format it was read as (``--input-format`` can change it);
 * :data:`traceq.schema.SCHEMA_VERSION`, the traceq version, and a digest of traceq's own source
   code, so that an upgrade -- or an edit of a development checkout -- never serves a table made by
   other importer code.
 
-The cache speeds things up and never causes an error: a missing, unreadable, corrupt or
-mismatched entry is a miss (the source is imported again and the entry rewritten), and a cache
-directory that cannot be created or written degrades to no caching with one
+The cache speeds things up and never causes an error: a missing or stale entry is a miss (the
+source is imported again and the entry rewritten), a damaged one a miss with a warning, and a
+cache directory that cannot be created or written degrades to no caching with one
 :class:`CacheWarning`.  Entries are written to a temporary file in the cache directory and renamed
 into place, so readers never see half an entry and concurrent writers cannot corrupt one.  There
 is one entry per source path (a changed source replaces its entry), named
@@ -40,19 +51,36 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final, Literal, get_args
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from traceq import schema
+from traceq.errors import InvalidArgumentError
 
 CACHE_DIR_ENV = "TRACEQ_CACHE_DIR"
 """Environment variable naming the cache directory (``--cache-dir`` overrides it)."""
 
+CACHE_VERIFY_ENV = "TRACEQ_CACHE_VERIFY"
+"""Environment variable giving the default :data:`VerifyMode` (``--cache-verify`` overrides it)."""
+
+VerifyMode = Literal["sampled", "full"]
+"""How much of a source is read to tell that it is unchanged: ``sampled`` (size, mtime, first and
+last MiB) or ``full`` (every byte)."""
+VERIFY_MODES: Final[tuple[VerifyMode, ...]] = get_args(VerifyMode)
+
 ENTRY_METADATA_KEY = b"traceq.cache"
 """Parquet key-value metadata key of an entry's :class:`SourceKey` (JSON)."""
+
+ENTRY_DIGEST_KEY = b"traceq.cache.blake2b"
+"""Parquet key-value metadata key of the digest of the entry's own bytes (32 hex characters)."""
+_DIGEST_PLACEHOLDER: Final = b"0" * 32
+"""What the digest is computed with in its own place (it cannot cover itself)."""
+_PARQUET_TAIL_BYTES: Final = 8
+"""A Parquet file ends with the footer's length (4 bytes) and ``PAR1``."""
+_CHUNK_BYTES: Final = 4 << 20
 
 HASHED_SPAN_BYTES = 1 << 20
 """Bytes hashed at each end of a source file (the whole file when it is at most twice this)."""
@@ -67,7 +95,8 @@ _log = logging.getLogger(__name__)
 
 
 class CacheWarning(UserWarning):
-    """The cache directory cannot be used; traceq carries on without the cache."""
+    """A cache problem traceq works around: a directory that cannot be written (traceq carries on
+    without the cache) or a damaged entry (discarded; the source is imported again)."""
 
 
 def default_cache_dir() -> Path:
@@ -79,6 +108,18 @@ def default_cache_dir() -> Path:
     if xdg and Path(xdg).is_absolute():  # the XDG spec says to ignore relative values
         return Path(xdg) / "traceq"
     return Path.home() / ".cache" / "traceq"
+
+
+def default_verify_mode() -> VerifyMode:
+    """``$TRACEQ_CACHE_VERIFY`` (``sampled`` or ``full``), else ``sampled``."""
+    configured = os.environ.get(CACHE_VERIFY_ENV, "").strip().lower() or "sampled"
+    for mode in VERIFY_MODES:
+        if configured == mode:
+            return mode
+    raise InvalidArgumentError(
+        f"{CACHE_VERIFY_ENV}={configured!r} is not a cache verification mode",
+        hint=f"set it to one of {', '.join(VERIFY_MODES)}, or unset it",
+    )
 
 
 @dataclass(frozen=True)
@@ -96,14 +137,18 @@ class SourceKey:
     traceq_version: str
     code_blake2b: str
     """Hex blake2b digest of traceq's code: its ``*.py`` files and its compiled modules."""
+    content_blake2b: str | None = None
+    """Hex blake2b digest of every byte of the source; only in a key made with ``full=True``."""
 
     @classmethod
-    def of(cls, source: Path, fmt: str) -> SourceKey:
-        """The key of ``source`` as it is now, read as ``fmt``; raises :class:`OSError` if unreadable."""
+    def of(cls, source: Path, fmt: str, *, full: bool = False) -> SourceKey:
+        """The key of ``source`` as it is now, read as ``fmt`` (``full``: with the digest of every
+        byte); raises :class:`OSError` if unreadable."""
         resolved = source.resolve()
         with resolved.open("rb") as fh:
             stat = os.fstat(fh.fileno())
             digest = _head_tail_digest(fh, stat.st_size)
+            content = _content_digest(fh) if full else None
         return cls(
             path=str(resolved),
             size=stat.st_size,
@@ -113,7 +158,19 @@ class SourceKey:
             schema_version=schema.SCHEMA_VERSION,
             traceq_version=_traceq_version(),
             code_blake2b=_code_digest(),
+            content_blake2b=content,
         )
+
+    def matches(self, stored: Any) -> bool:
+        """Whether a stored key (decoded JSON) is this one.  The full-content digest counts when this
+        key has one (then an entry stored without it does not match); otherwise it is not compared."""
+        if not isinstance(stored, dict):
+            return False
+        mine = asdict(self)
+        if self.content_blake2b is None:
+            mine.pop("content_blake2b")
+            stored = {k: v for k, v in stored.items() if k != "content_blake2b"}
+        return bool(stored == mine)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -139,13 +196,18 @@ class Cache:
     """A cache directory of imported event tables.
 
     ``Cache(directory)`` uses that directory (created on the first write); :meth:`default` the
-    one named by ``TRACEQ_CACHE_DIR`` or the user cache directory.  :meth:`get` and :meth:`put`
-    never raise for cache problems: a bad entry is a miss, and an unwritable directory turns
+    one named by ``TRACEQ_CACHE_DIR`` or the user cache directory.  ``verify`` says how a source is
+    checked to be unchanged (:data:`VerifyMode`; default ``$TRACEQ_CACHE_VERIFY``, else
+    ``sampled``).  :meth:`get` and :meth:`put` never raise for cache problems: a stale entry is a
+    miss, a damaged one a miss with one :class:`CacheWarning`, and an unwritable directory turns
     writing off for this object, with one :class:`CacheWarning`.
     """
 
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(self, directory: str | Path, *, verify: VerifyMode | None = None) -> None:
+        if verify is not None and verify not in VERIFY_MODES:
+            raise InvalidArgumentError(f"verify={verify!r} is not one of {', '.join(VERIFY_MODES)}")
         self.directory = Path(directory).expanduser()
+        self.verify: VerifyMode = verify if verify is not None else default_verify_mode()
         self._writable = True
 
     @classmethod
@@ -154,12 +216,12 @@ class Cache:
         return cls(default_cache_dir())
 
     def __repr__(self) -> str:
-        return f"Cache({str(self.directory)!r})"
+        return f"Cache({str(self.directory)!r}, verify={self.verify!r})"
 
     def key(self, source: Path, fmt: str) -> SourceKey | None:
         """The key of ``source`` now, or ``None`` when it cannot be read (the importer will say why)."""
         try:
-            return SourceKey.of(source, fmt)
+            return SourceKey.of(source, fmt, full=self.verify == "full")
         except (OSError, RuntimeError):  # RuntimeError: a symbolic-link loop
             return None
 
@@ -170,28 +232,50 @@ class Cache:
         return self.directory / f"{digest}-{name}.parquet"
 
     def get(self, key: SourceKey) -> CachedTable | None:
-        """The entry for ``key``, or ``None`` when there is none or it is stale, unreadable or corrupt."""
+        """The entry for ``key``, or ``None`` when there is none, it is stale, or it is damaged (then
+        it is deleted, with a :class:`CacheWarning`)."""
         entry = self.entry_path(key)
         try:
             with entry.open("rb") as fh:
-                # One open file for the key check and the read: a concurrent writer's rename
-                # cannot slip another entry in between.
-                metadata = pq.ParquetFile(fh).metadata.metadata or {}
-                stored = metadata.get(ENTRY_METADATA_KEY)
-                if stored is None or json.loads(stored) != asdict(key):
-                    _log.debug("cache miss for %s: stale entry %s", key.path, entry)
-                    return None
-                fh.seek(0)
-                events = pl.read_parquet(fh)
-            text = {k.decode(): v.decode() for k, v in metadata.items()}
+                # One open file for the checks and the read: a concurrent writer's rename cannot
+                # slip another entry in between, and what is decoded is the bytes that were checked.
+                data = fh.read()
+                identity = os.fstat(fh.fileno())
         except FileNotFoundError:
             _log.debug("cache miss for %s: no entry", key.path)
             return None
-        except (Exception, pl.exceptions.PanicException) as exc:  # a corrupt entry is only a miss
+        except OSError as exc:
             _log.debug("cache miss for %s: unreadable entry %s (%s)", key.path, entry, exc)
             return None
-        _log.debug("cache hit for %s: %s", key.path, entry)
-        return CachedTable(events=events, metadata=text)
+        try:
+            metadata = pq.read_metadata(pa.BufferReader(data)).metadata or {}
+            damage = _damage(data, metadata, key)
+            hit = (
+                None
+                if damage
+                else CachedTable(pl.read_parquet(data), {k.decode(): v.decode() for k, v in metadata.items()})
+            )
+        except (Exception, pl.exceptions.PanicException) as exc:  # pyarrow and polars raise many kinds
+            damage, hit = f"it cannot be read: {type(exc).__name__}", None
+        if damage == "stale":
+            _log.debug("cache miss for %s: stale entry %s", key.path, entry)
+        elif damage is not None:
+            self._discard(entry, identity, key, damage)
+        else:
+            _log.debug("cache hit for %s: %s", key.path, entry)
+        return hit
+
+    def _discard(self, entry: Path, identity: os.stat_result, key: SourceKey, damage: str) -> None:
+        """Delete a damaged entry (unless another writer has replaced it since) and say so, once."""
+        with contextlib.suppress(OSError):
+            now = entry.stat()
+            if (now.st_dev, now.st_ino) == (identity.st_dev, identity.st_ino):
+                entry.unlink()
+        warnings.warn(
+            f"cache entry {entry} of {key.path} is damaged ({damage}); discarded it, the source is imported again",
+            CacheWarning,
+            stacklevel=3,
+        )
 
     def put(self, key: SourceKey, table: pa.Table) -> Path | None:
         """Store ``table`` (a traceq Parquet table with its ``traceq`` metadata) as the entry for ``key``.
@@ -207,6 +291,7 @@ class Cache:
         entry = self.entry_path(key)
         metadata = dict(table.schema.metadata or {})
         metadata[ENTRY_METADATA_KEY] = key.to_json().encode()
+        metadata[ENTRY_DIGEST_KEY] = _DIGEST_PLACEHOLDER
         tagged = table.replace_schema_metadata(metadata)
         temp: Path | None = None
         try:
@@ -214,8 +299,13 @@ class Cache:
             self._sweep_stale_temps()
             fd, name = tempfile.mkstemp(dir=self.directory, prefix=_TEMP_PREFIX, suffix=".parquet")
             temp = Path(name)
-            with os.fdopen(fd, "wb") as out:
+            with os.fdopen(fd, "r+b") as out:
                 pq.write_table(tagged, out, compression="zstd", row_group_size=_ROW_GROUP_ROWS)
+                sealed = _seal(out)
+            if not sealed:
+                _log.debug("not caching %s: the digest's place in the entry is ambiguous", key.path)
+                temp.unlink()
+                return None
             os.replace(temp, entry)
         except OSError as exc:
             if temp is not None:
@@ -240,6 +330,77 @@ class Cache:
             with contextlib.suppress(OSError):
                 if temp.stat().st_mtime < cutoff:
                     temp.unlink()
+
+
+def _seal(fh: BinaryIO) -> bool:
+    """Put the digest of the entry written to ``fh`` in its placeholder's place; False (nothing
+    written) in the unseen case that the placeholder is not in the footer exactly once."""
+    fh.flush()
+    fh.seek(0)
+    data = fh.read()  # an entry is small: a fortieth of the JSON it comes from
+    at = _digest_offset(data, _DIGEST_PLACEHOLDER)
+    if at is None:
+        return False
+    fh.seek(at)
+    fh.write(_entry_digest(data, at))
+    fh.flush()
+    return True
+
+
+def _damage(data: bytes, metadata: Mapping[bytes, bytes], key: SourceKey) -> str | None:
+    """What is wrong with an entry of ``data`` (its Parquet metadata given) for ``key``: None when it
+    is whole and made for ``key``, ``"stale"`` when it is whole but made for another key (an older
+    source, another traceq), else the damage, for the warning."""
+    digest = metadata.get(ENTRY_DIGEST_KEY)
+    if digest is not None:
+        at = _digest_offset(data, digest)
+        if at is None or _entry_digest(data, at) != digest:
+            return "its content does not match its digest"
+    stored = metadata.get(ENTRY_METADATA_KEY)
+    if stored is not None:
+        try:
+            if not key.matches(json.loads(stored)):
+                return "stale"
+        except ValueError:
+            return "its key cannot be read"
+    if digest is None or stored is None:
+        # Every entry this traceq writes has both; one of the same key without them is damaged.
+        return "it has no digest" if stored is not None else "it has no key"
+    return None
+
+
+def _digest_offset(data: bytes | bytearray, digest: bytes) -> int | None:
+    """Where ``digest`` (the metadata value) sits in the Parquet footer of ``data``: its one place."""
+    if len(digest) != len(_DIGEST_PLACEHOLDER) or len(data) < _PARQUET_TAIL_BYTES:
+        return None
+    footer_end = len(data) - _PARQUET_TAIL_BYTES
+    footer_start = footer_end - int.from_bytes(data[footer_end : footer_end + 4], "little")
+    if footer_start < 0:
+        return None
+    at = data.find(digest, footer_start, footer_end)
+    if at < 0 or data.find(digest, at + 1, footer_end) >= 0:
+        return None
+    return at
+
+
+def _entry_digest(data: bytes | bytearray, at: int) -> bytes:
+    """The digest of an entry: blake2b of its bytes with the digest's own place (at ``at``) read as
+    the placeholder."""
+    view = memoryview(data)
+    digest = hashlib.blake2b(digest_size=len(_DIGEST_PLACEHOLDER) // 2)
+    digest.update(view[:at])
+    digest.update(_DIGEST_PLACEHOLDER)
+    digest.update(view[at + len(_DIGEST_PLACEHOLDER) :])
+    return digest.hexdigest().encode()
+
+
+def _content_digest(fh: BinaryIO) -> str:
+    """blake2b of every byte of ``fh``, from its start (hashlib lets the GIL go on large updates)."""
+    fh.seek(0)
+    digest = hashlib.blake2b(digest_size=16)
+    while chunk := fh.read(_CHUNK_BYTES):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _head_tail_digest(fh: BinaryIO, size: int) -> str:

@@ -1,13 +1,14 @@
 """The ``traceq`` command line: a thin layer over :mod:`traceq.api`.
 
-Errors from the :class:`~traceq.errors.TraceqError` hierarchy are translated here, once, into one
-line on stderr and a non-zero exit code; ``--debug`` shows the traceback instead.
+Errors from the :class:`~traceq.errors.TraceqError` hierarchy are translated at its edge, once,
+into one line on stderr and an exit code (:mod:`traceq.cli_errors`; the codes are listed in
+``traceq --help``); ``--debug`` shows the traceback instead.  Which files a command may write, and
+how they are written, is :mod:`traceq.outputs`' business.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,47 +20,29 @@ import polars as pl
 
 from traceq import api, schema
 from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS
-from traceq.cache import CACHE_DIR_ENV, Cache, CacheWarning
-from traceq.errors import InvalidArgumentError, OutputExistsError, TraceqError
+from traceq.cache import (
+    CACHE_DIR_ENV,
+    CACHE_VERIFY_ENV,
+    VERIFY_MODES,
+    Cache,
+    CacheWarning,
+    default_cache_dir,
+)
+from traceq.cli_errors import TraceqGroup, exit_codes_epilog
+from traceq.errors import InvalidArgumentError
 from traceq.executors import ExecutorSpec
 from traceq.importers import FORMATS
+from traceq.outputs import check_outputs, write_output
 from traceq.progress import import_progress
 from traceq.report.info_text import render_info
 from traceq.report.render import renderer_for
 from traceq.report.text import render_text
+from traceq.units import CONTROL_ESCAPES
 
-EXIT_INTERNAL_ERROR = 70
-
-
-class _TraceqGroup(click.Group):
-    """A click group that turns traceq errors into one line and an exit code."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        debug = "--debug" in sys.argv[1:] or bool(ctx.params.get("debug"))
-        try:
-            return super().invoke(ctx)
-        except TraceqError as exc:
-            if debug:
-                raise
-            click.echo(f"traceq: error: {exc.one_line()}", err=True)
-            ctx.exit(exc.exit_code)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except KeyboardInterrupt:
-            click.echo("traceq: interrupted", err=True)
-            ctx.exit(130)
-        except Exception as exc:
-            if debug:
-                raise
-            click.echo(
-                f"traceq: internal error: {type(exc).__name__}: {exc} "
-                "(rerun with --debug for the traceback and report it)",
-                err=True,
-            )
-            ctx.exit(EXIT_INTERNAL_ERROR)
-
-
-_paths = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+# readable=False: an unreadable input is the loader's one-line error, which names the file.
+_paths = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
+# Outputs are checked by traceq.outputs, before the import: no click checks, no click wording.
+_output_path = click.Path(path_type=Path, readable=False)
 _format_opt = click.option(
     "--input-format",
     "input_format",
@@ -77,7 +60,17 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def _cache_opts(command: Callable[..., None]) -> Callable[..., None]:
-    """``--cache-dir``, ``--no-cache``, ``--jobs`` and ``--scheduler``, for every command that loads traces."""
+    """``--cache-dir``, ``--no-cache``, ``--cache-verify``, ``--jobs`` and ``--scheduler``, for every
+    command that loads traces."""
+    command = click.option(
+        "--cache-verify",
+        type=click.Choice(VERIFY_MODES),
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help=f"How a cache entry's source is checked: 'sampled' (size, mtime, first and last MiB) or "
+        f"'full' (every byte; about 1 s per GB). Default: ${CACHE_VERIFY_ENV}, else sampled.",
+    )(command)
     command = click.option(
         "--scheduler",
         metavar="URL",
@@ -106,7 +99,11 @@ def _cache_opts(command: Callable[..., None]) -> Callable[..., None]:
     )(command)
 
 
-@click.group(cls=_TraceqGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=TraceqGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=exit_codes_epilog(),
+)
 @click.version_option(package_name="traceq")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 def cli(debug: bool) -> None:
@@ -181,6 +178,9 @@ def events(
         rows = frame.with_columns(pl.col(pl.Categorical, pl.Enum).cast(pl.String)).to_dicts()
         click.echo(json.dumps(rows, indent=1))
     else:
+        # The terminal gets the control characters of names as escapes (units.printable).
+        text = pl.col(pl.Categorical, pl.Enum, pl.String).cast(pl.String)
+        frame = frame.with_columns(text.str.replace_many(list(CONTROL_ESCAPES), list(CONTROL_ESCAPES.values())))
         with pl.Config(
             tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200, tbl_hide_dataframe_shape=True
         ):
@@ -191,8 +191,8 @@ def events(
 @_paths
 @_format_opt
 @_cache_opts
-@click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="out.parquet or out.db")
-@click.option("--force", is_flag=True, help="Overwrite the output if it exists.")
+@click.option("-o", "--output", required=True, type=_output_path, help="out.parquet or out.db")
+@click.option("--force", is_flag=True, help="Overwrite the output if it exists (never an input).")
 def convert(
     paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool, output: Path, force: bool
 ) -> None:
@@ -200,14 +200,9 @@ def convert(
     suffix = output.suffix.lower()
     if suffix not in (".parquet", ".db", ".sqlite"):
         raise InvalidArgumentError(f"cannot write {output}: use a .parquet, .db or .sqlite output name")
-    _check_output(output, force)
+    check_outputs([output], paths, force=force)
     trace = _load(paths, input_format, cache_dir, no_cache)
-    if output.exists():
-        output.unlink()
-    if suffix == ".parquet":
-        trace.to_parquet(output)
-    else:
-        trace.to_sqlite(output)
+    write_output(output, trace.to_parquet if suffix == ".parquet" else trace.to_sqlite)
     click.echo(f"wrote {output} ({trace.events.height:,} rows)")
 
 
@@ -228,18 +223,16 @@ def default_html_path(paths: tuple[Path, ...]) -> Path:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(path_type=Path),
+    type=_output_path,
     default=None,
     help="Write the report here; .html, .json or .txt by suffix. Default: <input>.report.html next to the input.",
 )
-@click.option(
-    "--json", "json_out", type=click.Path(path_type=Path), default=None, help="Also write the JSON report here."
-)
+@click.option("--json", "json_out", type=_output_path, default=None, help="Also write the JSON report here.")
 @click.option("--no-html", is_flag=True, help="Print the summary only; write no HTML file.")
 @click.option(
     "--cdn", is_flag=True, help="Link plotly.js from its CDN instead of inlining it (smaller file, needs network)."
 )
-@click.option("--force", is_flag=True, help="Overwrite output files that exist.")
+@click.option("--force", is_flag=True, help="Overwrite output files that exist (never an input).")
 @click.option(
     "--step-pattern",
     default=DEFAULT_STEP_PATTERN,
@@ -333,8 +326,7 @@ def report(
         outputs.append(default_html_path(paths))
     if json_out is not None:
         outputs.append(json_out)
-    for path in outputs:
-        _check_output(path, force)
+    check_outputs(outputs, paths, force=force)
     model = None
     shape = (params, layers, attn_width, seq_len, tokens_per_step, flops_per_step)
     if any(v is not None for v in shape) or recompute:
@@ -365,19 +357,15 @@ def report(
             cache=_cache(cache_dir, no_cache),
             executor=_executor(meta),
         )
+    for path in outputs:  # the files first: a reader of stdout that goes away early loses no file
+        write_output(path, _text_writer(renderer_for(path, cdn=cdn).render(result)))
     click.echo(render_text(result), nl=False)
     for path in outputs:
-        _write(path, renderer_for(path, cdn=cdn).render(result))
         click.echo(f"wrote {path}")
 
 
-def _write(path: Path, text: str) -> None:
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise OutputExistsError(
-            f"cannot be written ({exc.strerror})", path=path, hint="pass -o with a writable path, or --no-html"
-        ) from exc
+def _text_writer(text: str) -> Callable[[Path], object]:
+    return lambda path: path.write_text(text, encoding="utf-8")
 
 
 def _load(paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool) -> api.Trace:
@@ -398,9 +386,16 @@ def _executor(meta: dict[str, Any]) -> ExecutorSpec:
 
 
 def _cache(cache_dir: Path | None, no_cache: bool) -> Cache | bool:
-    if no_cache and cache_dir is not None:
-        raise InvalidArgumentError("pass --cache-dir or --no-cache, not both")
-    return Cache(cache_dir) if cache_dir is not None else not no_cache
+    """The cache the options ask for (``--cache-verify`` is read from the context, see :func:`_remember`)."""
+    verify = click.get_current_context().meta.get("traceq.cache_verify")
+    if no_cache and (cache_dir is not None or verify is not None):
+        given = "--cache-dir" if cache_dir is not None else "--cache-verify"
+        raise InvalidArgumentError(f"pass {given} or --no-cache, not both")
+    if no_cache:
+        return False
+    if cache_dir is None and verify is None:
+        return True  # the default cache, as each worker finds it (Cache.default)
+    return Cache(cache_dir if cache_dir is not None else default_cache_dir(), verify=verify)
 
 
 @contextmanager
@@ -416,11 +411,6 @@ def _loading(paths: tuple[Path, ...]) -> Iterator[dict[str, Any]]:
             click.echo(f"traceq: warning: {warning.message}", err=True)
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
-
-
-def _check_output(path: Path, force: bool) -> None:
-    if path.exists() and not force:
-        raise OutputExistsError("exists", path=path, hint="pass --force to overwrite it")
 
 
 def main() -> None:

@@ -7,6 +7,11 @@ and puts several files together as one job.  Several files are read where :mod:`
 says (in this process, a process pool, a Dask cluster); each read is :func:`load_file` of one file,
 which never starts an executor of its own.
 
+An input that is not a regular file (a FIFO, ``/dev/stdin``, a device) is refused before it is
+opened, unless asked for (``special_files=True``, or ``$TRACEQ_READ_SPECIAL_FILES=1``): then it is
+copied, up to :data:`SPECIAL_FILE_MAX_BYTES`, into a temporary file that is read instead (and not
+cached), its rows and errors still naming the path given.
+
 A job's files are concatenated in rank order; every row keeps its ``source`` and ``rank``.  A
 Kineto file's rank comes from its ``distributedInfo``; otherwise from a rank number in the file
 name (``rank3``, ``rank-3``, ``rank_3``), otherwise from the file's position, with a warning
@@ -18,18 +23,30 @@ decides its rank where nothing else does); the report pipeline reads a job file 
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Final
 
 import polars as pl
 
 from traceq import schema
 from traceq.cache import Cache, CachedTable
-from traceq.errors import DuplicateRankError, InputNotFoundError, TraceqError
+from traceq.errors import DuplicateRankError, InputNotFoundError, LimitExceededError, TraceqError
 from traceq.executors import ExecutorSpec, on_cluster, open_executor
-from traceq.importers import Format, ImportResult, detect_format, read_file
+from traceq.importers import (
+    SPECIAL_FILES_ENV,
+    Format,
+    ImportResult,
+    check_regular_file,
+    detect_format,
+    read_file,
+    reads_other_files,
+    special_file_kind,
+)
 from traceq.meta import SourceMeta
 from traceq.stats import ImportStats
 from traceq.trace import Trace, TraceMeta, decode_table, read_parquet
@@ -39,6 +56,10 @@ TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".nsys-rep", ".qdrep", ".parqu
 
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
+SPECIAL_FILE_MAX_BYTES: Final = 64 << 30
+"""The most bytes read from an input that is not a regular file (a stream may never end)."""
+_COPY_STEP_BYTES: Final = 1 << 20
+
 
 def load(
     paths: str | Path | Sequence[str | Path],
@@ -46,6 +67,8 @@ def load(
     fmt: Format | None = None,
     cache: Cache | bool = True,
     executor: ExecutorSpec = None,
+    special_files: bool | None = None,
+    max_inflate_ratio: float | None = None,
 ) -> Trace:
     """Import a trace file, a directory of traces, several files, or a traceq Parquet file.
 
@@ -55,21 +78,32 @@ def load(
     ``False`` imports every source afresh and stores nothing.  ``executor`` says where several
     files are imported (:data:`traceq.executors.ExecutorSpec`: ``None`` one process per core,
     ``1`` this process, ``N`` processes, a Dask scheduler address or ``distributed.Client``).  The
-    result is the same either way.
+    result is the same either way.  ``special_files`` reads inputs that are not regular files (see
+    the module docstring; default ``$TRACEQ_READ_SPECIAL_FILES``); ``max_inflate_ratio`` bounds what a
+    gzip file may inflate to (default ``$TRACEQ_MAX_INFLATE_RATIO``, else 100 times its size; see
+    ``docs/importers.md``).
     """
     files = expand_paths(paths)
     if len(files) == 1 and not on_cluster(executor):
-        return load_file(files[0], fmt=fmt, cache=cache)
+        return load_file(
+            files[0], fmt=fmt, cache=cache, special_files=special_files, max_inflate_ratio=max_inflate_ratio
+        )
     with open_executor(executor, files) as tasks:
-        parts = tasks.map(_load_task, [(f, (fmt, cache)) for f in files])
+        parts = tasks.map(_load_task, [(f, (fmt, cache, special_files, max_inflate_ratio)) for f in files])
     if len(parts) == 1:
         return parts[0]
     return combine(parts)
 
 
-def _load_task(path: Path, fmt: Format | None, cache: Cache | bool) -> Trace:
+def _load_task(
+    path: Path,
+    fmt: Format | None,
+    cache: Cache | bool,
+    special_files: bool | None = None,
+    max_inflate_ratio: float | None = None,
+) -> Trace:
     """The import task of :func:`load`: one file, on whichever worker."""
-    return load_file(path, fmt=fmt, cache=cache)
+    return load_file(path, fmt=fmt, cache=cache, special_files=special_files, max_inflate_ratio=max_inflate_ratio)
 
 
 @dataclass(frozen=True)
@@ -83,9 +117,17 @@ class JobFile:
     files: int
     fmt: Format | None = None
     cache: Cache | bool = True
+    special_files: bool | None = None
+    max_inflate_ratio: float | None = None
 
     def read(self) -> Trace:
-        trace = load_file(self.path, fmt=self.fmt, cache=self.cache)
+        trace = load_file(
+            self.path,
+            fmt=self.fmt,
+            cache=self.cache,
+            special_files=self.special_files,
+            max_inflate_ratio=self.max_inflate_ratio,
+        )
         return assign_rank(trace, self.position) if self.files > 1 else trace
 
 
@@ -110,6 +152,12 @@ def expand_paths(paths: str | Path | Sequence[str | Path]) -> list[Path]:
                 )
             files.extend(found)
         elif not path.exists():
+            if path.is_symlink():
+                raise InputNotFoundError(
+                    "is a symbolic link that leads nowhere (its target is missing, or links loop)",
+                    path=path,
+                    hint="check where the link points",
+                )
             raise InputNotFoundError("no such file or directory", path=path, hint="check the path")
         else:
             files.append(path)
@@ -121,22 +169,91 @@ def iter_trace_files(directory: Path) -> Iterable[Path]:
     return sorted(p for p in directory.iterdir() if p.is_file() and p.name.lower().endswith(TRACE_SUFFIXES))
 
 
-def load_file(path: Path, *, fmt: Format | None = None, cache: Cache | bool = True) -> Trace:
+def load_file(
+    path: Path,
+    *,
+    fmt: Format | None = None,
+    cache: Cache | bool = True,
+    special_files: bool | None = None,
+    max_inflate_ratio: float | None = None,
+) -> Trace:
     """One file as a ``Trace``: a traceq Parquet file read back, any other format imported through
-    the cache (``cache`` as in :func:`load`)."""
+    the cache (``cache``, ``special_files`` and ``max_inflate_ratio`` as in :func:`load`)."""
+    if special_file_kind(path) is not None:
+        if not _reads_special_files(special_files):
+            check_regular_file(path)  # raises, naming what it is and how to read it anyway
+        return _load_special_file(path, fmt, max_inflate_ratio)
     store = Cache.default() if cache is True else cache if isinstance(cache, Cache) else None
+    if fmt is not None:
+        _check_readable(path)  # detect_format, skipped, would have said so; an importer may not
     fmt = fmt or detect_format(path)
     if fmt == "parquet":
         return read_parquet(path)
-    if store is None or (key := store.key(path, fmt)) is None:
-        return _from_result(read_file(path, fmt))
+    if store is None or reads_other_files(path, fmt) or (key := store.key(path, fmt)) is None:
+        # (a file read with others beside it, an SQLite -wal, is not cached: its key would not cover them)
+        return _from_result(read_file(path, fmt, max_inflate_ratio=max_inflate_ratio))
     hit = store.get(key)
     cached = None if hit is None else _from_cached(hit, path)
     if cached is not None:
         return cached
-    trace = _from_result(read_file(path, fmt))
+    trace = _from_result(read_file(path, fmt, max_inflate_ratio=max_inflate_ratio))
     store.put(key, trace.to_arrow())
     return trace
+
+
+def _check_readable(path: Path) -> None:
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))  # O_NONBLOCK: a FIFO does not block here
+    except FileNotFoundError as exc:
+        raise InputNotFoundError("no such file or directory", path=path, hint="check the path") from exc
+    except IsADirectoryError as exc:
+        raise InputNotFoundError("is a directory", path=path, hint="pass the trace files inside it") from exc
+    except OSError as exc:
+        raise InputNotFoundError(f"cannot be read ({exc.strerror})", path=path, hint="check permissions") from exc
+
+
+def _reads_special_files(asked: bool | None) -> bool:
+    if asked is not None:
+        return asked
+    return os.environ.get(SPECIAL_FILES_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def _load_special_file(path: Path, fmt: Format | None, max_inflate_ratio: float | None) -> Trace:
+    """An input that is not a regular file, copied into a temporary file (of the same name, for the
+    suffix rules) and read from there, uncached; rows, statistics and errors name ``path``."""
+    with tempfile.TemporaryDirectory(prefix="traceq-special-") as folder:
+        copy_path = Path(folder) / (path.name or "input")
+        try:
+            _copy_bounded(path, copy_path)
+            kind = fmt or detect_format(copy_path)
+            if kind == "parquet":
+                return read_parquet(copy_path)
+            trace = _from_result(read_file(copy_path, kind, max_inflate_ratio=max_inflate_ratio))
+        except TraceqError as exc:
+            if exc.path != str(copy_path):
+                raise
+            raise type(exc)(exc.message, path=path, hint=exc.hint) from exc
+    labelled = _relabelled(trace, str(copy_path), str(path))
+    assert labelled is not None  # every row of a fresh import names the file it came from
+    return labelled
+
+
+def _copy_bounded(source: Path, target: Path) -> None:
+    """Copy ``source`` (a stream) to ``target``, at most :data:`SPECIAL_FILE_MAX_BYTES` of it."""
+    copied = 0
+    try:
+        with source.open("rb") as reader, target.open("wb") as writer:
+            while piece := reader.read(_COPY_STEP_BYTES):
+                copied += len(piece)
+                if copied > SPECIAL_FILE_MAX_BYTES:
+                    raise LimitExceededError(
+                        f"holds more than {SPECIAL_FILE_MAX_BYTES >> 30} GiB, the most traceq reads from a stream",
+                        path=source,
+                        hint="save the trace to a regular file and pass that",
+                    )
+                writer.write(piece)
+    except OSError as exc:
+        raise InputNotFoundError(f"cannot be read ({exc.strerror})", path=source, hint="check the path") from exc
 
 
 def _from_result(result: ImportResult) -> Trace:

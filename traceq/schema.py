@@ -24,7 +24,7 @@ from typing import Any, Final
 import polars as pl
 import pyarrow as pa
 
-from traceq.errors import TraceqError
+from traceq.errors import ExitCode, TraceqError
 
 SCHEMA_VERSION: Final = 1
 """Bumped whenever a column is added, removed, renamed or retyped (invalidates caches)."""
@@ -154,7 +154,7 @@ GUARANTEED: Final = tuple(c.name for c in COLUMNS if c.guaranteed)
 class SchemaViolation(TraceqError):
     """An importer produced a table that breaks the event-table contract (a traceq bug)."""
 
-    exit_code = 3
+    exit_code = ExitCode.INTERNAL
 
 
 def empty_frame() -> pl.DataFrame:

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Final
 
 import polars as pl
 
 from traceq.schema import KINDS
+
+SKIP_DUPLICATE: Final = "exact duplicate"
+"""The skip reason of a later copy of an event recorded twice (``traceq.importers.duplicates``): a
+skip that loses nothing, since the event is a row already."""
 
 
 @dataclass(frozen=True)
@@ -74,13 +78,16 @@ class ImportStats:
         return sum(c.rows for c in self.counts)
 
     def skipped_of_kinds(self, kinds: Iterable[str]) -> dict[str, dict[str, int]]:
-        """Per source: the rows skipped (by reason) in the categories whose rows are of ``kinds``."""
+        """Per source: the rows skipped (by reason) in the categories whose rows are of ``kinds``,
+        which the table lacks -- not the copies of events recorded twice (:data:`SKIP_DUPLICATE`),
+        whose event is a row."""
         wanted = set(kinds)
         out: dict[str, dict[str, int]] = {}
         for c in self.counts:
-            if c.kind in wanted and c.skipped:
+            lost = {reason: n for reason, n in c.skipped.items() if reason != SKIP_DUPLICATE}
+            if c.kind in wanted and lost:
                 reasons = out.setdefault(c.source, {})
-                for reason, n in c.skipped.items():
+                for reason, n in lost.items():
                     reasons[reason] = reasons.get(reason, 0) + n
         return out
 

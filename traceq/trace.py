@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from traceq import schema
-from traceq.errors import UnsupportedFormatError
+from traceq.errors import CorruptTraceError, UnsupportedFormatError
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.stats import ImportStats
 
@@ -106,7 +106,8 @@ class Trace:
     def to_parquet(self, path: str | Path) -> Path:
         """Write the table (zstd Parquet) with sources and import statistics in its metadata."""
         out = Path(path)
-        pq.write_table(self.to_arrow(), out, compression="zstd")
+        # Page checksums, so that read_parquet tells a damaged page from data.
+        pq.write_table(self.to_arrow(), out, compression="zstd", write_page_checksum=True)
         return out
 
     def to_arrow(self) -> pa.Table:
@@ -151,34 +152,70 @@ class Trace:
 
 
 def read_parquet(path: Path) -> Trace:
-    """Load a Parquet file written by :meth:`Trace.to_parquet`, unchanged."""
+    """Load a Parquet file written by :meth:`Trace.to_parquet`, unchanged.
+
+    A file that is not Parquet, or whose pages or metadata are damaged, is a
+    :class:`~traceq.errors.CorruptTraceError` naming it (the pages' checksums, written by
+    :meth:`Trace.to_parquet`, are verified); one that traceq did not write, or of another schema
+    version, an :class:`~traceq.errors.UnsupportedFormatError`.
+    """
     try:
-        metadata = pq.read_metadata(path).metadata or {}
-        events = pl.read_parquet(path)
-    except (pa.ArrowException, pl.exceptions.PolarsError, OSError) as exc:
-        raise UnsupportedFormatError(
-            f"Parquet file cannot be read ({exc})", path=path, hint="write it again with traceq convert"
-        ) from exc
-    return decode_table(events, {k.decode(): v.decode() for k, v in metadata.items()}, path)
+        # pyarrow's reader, which verifies page checksums and reports damage as errors (polars'
+        # may panic on a damaged page).
+        table = pq.read_table(path, page_checksum_verification=True)
+        metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+        events = pl.from_arrow(table.replace_schema_metadata(None))
+        assert isinstance(events, pl.DataFrame)
+    except (pa.ArrowException, pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError) as exc:
+        raise _damaged(path, exc) from exc
+    return decode_table(events, metadata, path)
 
 
 def decode_table(events: pl.DataFrame, metadata: Mapping[str, str], path: Path) -> Trace:
-    """A trace from a traceq Parquet table and its key-value metadata (the format of :meth:`Trace.to_arrow`)."""
+    """A trace from a traceq Parquet table and its key-value metadata (the format of :meth:`Trace.to_arrow`).
+
+    Raises :class:`~traceq.errors.UnsupportedFormatError` for a table traceq did not write or of
+    another schema version, :class:`~traceq.errors.CorruptTraceError` (naming ``path``) for one whose
+    metadata or rows are damaged (they break the event-table contract)."""
     raw = metadata.get(PARQUET_METADATA_KEY.decode())
     if raw is None:
         raise UnsupportedFormatError(
             "Parquet file was not written by traceq", path=path, hint="convert the original trace with traceq convert"
         )
-    payload = json.loads(raw)
-    if payload.get("schema_version") != schema.SCHEMA_VERSION:
+    try:
+        payload = json.loads(raw)
+        version = payload.get("schema_version")
+    except (ValueError, AttributeError) as exc:
+        raise _damaged(path, exc) from exc
+    if version != schema.SCHEMA_VERSION:
         raise UnsupportedFormatError(
-            f"Parquet file has event-table schema version {payload.get('schema_version')}, "
-            f"this traceq reads {schema.SCHEMA_VERSION}",
+            f"Parquet file has event-table schema version {version}, this traceq reads {schema.SCHEMA_VERSION}",
             path=path,
             hint="convert the original trace again with this traceq",
         )
-    if events.schema != schema.POLARS_SCHEMA:
-        events = schema.conform(events)
-    events = schema.validate(events)
-    sources = tuple(SourceMeta.from_dict(s) for s in payload["sources"])
-    return Trace(events=events, import_stats=ImportStats.from_list(payload["import_stats"]), meta=TraceMeta(sources))
+    try:
+        if events.schema != schema.POLARS_SCHEMA:
+            events = schema.conform(events)
+        events = schema.validate(events)
+        sources = tuple(SourceMeta.from_dict(s) for s in payload["sources"])
+        stats = ImportStats.from_list(payload["import_stats"])
+    except (
+        schema.SchemaViolation,
+        pl.exceptions.PolarsError,
+        pl.exceptions.PanicException,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+    ) as exc:
+        raise _damaged(path, exc) from exc
+    return Trace(events=events, import_stats=stats, meta=TraceMeta(sources))
+
+
+def _damaged(path: Path, exc: BaseException) -> CorruptTraceError:
+    what = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return CorruptTraceError(
+        f"traceq Parquet file is damaged ({what[:200]})",
+        path=path,
+        hint="convert the original trace again with traceq convert",
+    )

@@ -9,7 +9,8 @@ duration or a device reads the same wherever it appears.  It depends on nothing 
 * Shares: :func:`format_share` for a fraction (``0.341`` → ``34.1%``), :func:`pct` for a part of a
   whole (``-`` for an empty whole).
 * Names: :func:`shorten` cuts any text to a width with ``…``; :func:`short_kernel_name` also drops
-  a C++ kernel name's ``void``, anonymous namespaces and argument list.
+  a C++ kernel name's ``void``, anonymous namespaces and argument list; :func:`printable` spells the
+  control characters of a trace's strings (NUL, BEL, CR, ESC, ...) as escapes for the terminal.
 * Devices: :func:`device_label` in the three forms the outputs use (a sentence, a table cell, a
   terminal column).
 """
@@ -69,6 +70,27 @@ def format_bytes(n: float) -> str:
         if value >= size:
             return f"{value / size:.1f} {unit}"
     return f"{value:.0f} B"
+
+
+_ESCAPES: Final = {
+    **{c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)},
+    **{c: f"\\u{c:04x}" for c in range(0x80, 0xA0)},
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    ord("\t"): "\\t",
+}
+"""C0 and C1 control characters and DEL, by their escapes (``\\n``, ``\\r``, ``\\t``, ``\\x07``,
+``\\u009b``)."""
+
+
+CONTROL_ESCAPES: Final = {chr(code): escape for code, escape in _ESCAPES.items()}
+"""The same, by character (for ``str.replace_many`` over a column)."""
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters spelled as escapes (``a\\x07b``, ``line\\r``), so that a
+    name from a trace cannot ring the terminal's bell, move its cursor or rewrite what it shows."""
+    return text.translate(_ESCAPES)
 
 
 def shorten(text: str, width: int) -> str:

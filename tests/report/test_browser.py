@@ -40,6 +40,9 @@ CHROMIUM_ARGS: Final = [
 ]
 SCREENSHOT: Final = REPO / "docs" / "images" / "report.png"
 SCREENSHOT_TOP: Final = REPO / "docs" / "images" / "report-top.png"
+GUARD_MS: Final = 120_000
+"""How long to wait for a chart or a hover label that must appear: a guard against a page that never
+draws, far beyond any load (a loaded machine draws late, never differently)."""
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +106,7 @@ def visit(browser: Any, page_html: str, path: Path) -> Visit:
 def check_charts(seen: Visit, expected: set[str]) -> None:
     page = seen.page
     for chart in sorted(expected):
-        page.wait_for_selector(f"#{chart} svg.main-svg", timeout=15_000)
+        page.wait_for_selector(f"#{chart} svg.main-svg", timeout=GUARD_MS)
     drawn = page.eval_on_selector_all(
         ".js-plotly-plot", "els => els.filter(e => e.querySelector('svg.main-svg')).map(e => e.id)"
     )
@@ -155,12 +158,12 @@ def test_hostile_names_run_nothing_and_show_literally(browser: Any, tmp_path: Pa
     def hover(chart: str, curve: int, point: int) -> str:
         # plotly throttles hovers (50 ms) and keeps the last label until unhovered
         page.evaluate("id => window.Plotly.Fx.unhover(id)", chart)
-        page.wait_for_selector(f"#{chart} .hovertext", state="detached", timeout=5_000)
+        page.wait_for_selector(f"#{chart} .hovertext", state="detached", timeout=GUARD_MS)
         page.wait_for_timeout(100)
         page.evaluate(
             "([id, c, p]) => window.Plotly.Fx.hover(id, [{curveNumber: c, pointNumber: p}])", [chart, curve, point]
         )
-        page.wait_for_selector(f"#{chart} .hovertext", timeout=5_000)
+        page.wait_for_selector(f"#{chart} .hovertext", timeout=GUARD_MS)
         text: str = page.eval_on_selector(f"#{chart} .hovertext", "e => e.textContent")
         return text
 

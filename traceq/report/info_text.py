@@ -1,9 +1,15 @@
-"""Plain-text rendering of :func:`traceq.api.info` (``traceq info``), readable in 80 columns."""
+"""Plain-text rendering of :func:`traceq.api.info` (``traceq info``), readable in 80 columns.
+
+Its lines quote the trace (paths, categories, GPU names, warnings): each is passed through
+:func:`~traceq.units.printable`, so that control characters reach the terminal as escapes.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from traceq.units import printable
 
 
 def _n(value: int) -> str:
@@ -55,7 +61,7 @@ def render_info(info: Mapping[str, Any]) -> str:
         lines.append("")
         lines.append("warnings")
         lines.extend(f"  {w}" for w in info["warnings"])
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def _stats_table(stats: Sequence[Mapping[str, Any]]) -> list[str]:

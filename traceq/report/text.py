@@ -1,4 +1,9 @@
-"""The terminal summary of a :class:`~traceq.report.model.Report`, readable in 80 columns."""
+"""The terminal summary of a :class:`~traceq.report.model.Report`, readable in 80 columns.
+
+Every text that comes from a trace (file names, kernel and range names, what findings quote of
+them) is passed through :func:`~traceq.units.printable` before it is styled, so that its control
+characters reach the terminal as escapes.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.model import CAUSES, DataCaveat, DeviceBreakdown, Finding, Regime, WithheldFinding
 from traceq.report.model import Report
 from traceq.report.notes import caveat_note, comm_kernels, comm_summary, unknown_idle_note
-from traceq.units import device_label, format_ns, pct, shorten
+from traceq.units import device_label, format_ns, pct, printable, shorten
 
 WIDTH = 80
 JOB_ROWS = 16
@@ -38,8 +43,8 @@ def render_text(report: Report) -> str:
     lines: list[str] = []
     for src in report.source.files[:4]:
         version = f" {src.format_version}" if src.format_version else ""
-        lines.append(_heading(shorten(src.path, WIDTH)))
-        lines.append(shorten(f"  {src.format}{version}", WIDTH))
+        lines.append(_heading(shorten(printable(src.path), WIDTH)))
+        lines.append(shorten(printable(f"  {src.format}{version}"), WIDTH))
     if len(report.source.files) > 4:
         lines.append(f"  … and {len(report.source.files) - 4} more files")
     lines.append("")
@@ -70,7 +75,9 @@ def render_text(report: Report) -> str:
         lines.append(f"  MFU {100 * m.mean_mfu:.1f}%{hfu} over {len(m.steps)} step windows, {gpus}")
         if m.mean_mfu > 1:
             lines.append("  above 100%: check --tokens-per-step (global), --gpus and the model shape")
-        lines.append(shorten(f"  peak {m.peak_flops_per_gpu / 1e12:g} TFLOP/s per GPU ({m.peak_source})", WIDTH))
+        lines.append(
+            shorten(printable(f"  peak {m.peak_flops_per_gpu / 1e12:g} TFLOP/s per GPU ({m.peak_source})"), WIDTH)
+        )
     if report.gaps:
         lines.append("")
         lines.extend(_gaps(report))
@@ -87,12 +94,12 @@ def _findings(findings: Sequence[Finding], *, withheld: bool = False) -> list[st
     out = [_heading(f"findings ({len(findings)})")]
     for f in findings:
         tag = click.style(f"{f.severity:<6}", fg=SEVERITY_COLOURS.get(f.severity), bold=True)
-        title = wrap(f.title, WIDTH - 11) or [""]
+        title = wrap(printable(f.title), WIDTH - 11) or [""]
         out.append(f"  {tag}  {title[0]}")
         out.extend(f"{'':10}{line}" for line in title[1:])
-        out.extend(f"{'':10}{line}" for line in wrap(f"fix: {f.fix}", WIDTH - 10))
+        out.extend(f"{'':10}{line}" for line in wrap(printable(f"fix: {f.fix}"), WIDTH - 10))
         for caveat in f.caveats:
-            out.extend(f"{'':10}{line}" for line in wrap(f"caveat: {caveat}", WIDTH - 10))
+            out.extend(f"{'':10}{line}" for line in wrap(printable(f"caveat: {caveat}"), WIDTH - 10))
     return out
 
 
@@ -100,7 +107,7 @@ def _caveats(caveats: Sequence[DataCaveat]) -> list[str]:
     """The GPU work the trace lacks, under the numbers it affects (``docs/findings.md``)."""
     out: list[str] = []
     for c in caveats:
-        lines = wrap(f"incomplete: {caveat_note(c)}", WIDTH - 4)
+        lines = wrap(printable(f"incomplete: {caveat_note(c)}"), WIDTH - 4)
         out.append("  " + click.style("!", fg="yellow", bold=True) + f" {lines[0]}")
         out.extend(f"    {line}" for line in lines[1:])
     return out
@@ -111,7 +118,7 @@ def _withheld(withheld: Sequence[WithheldFinding]) -> list[str]:
         return []
     out = [_heading(f"withheld findings ({len(withheld)}): the trace lacks too much of the work they measure")]
     for w in withheld:
-        lines = wrap(f"{w.id}: {w.title}", WIDTH - 4)
+        lines = wrap(printable(f"{w.id}: {w.title}"), WIDTH - 4)
         out.extend(f"  {'' if i == 0 else '  '}{line}" for i, line in enumerate(lines))
     return out
 
@@ -173,7 +180,7 @@ def _idle_by_cause(devices: Sequence[DeviceBreakdown]) -> list[str]:
     for d in devices:
         why = unknown_idle_note(d)
         if why is not None:
-            out.extend(f"  {line}" for line in wrap(f"{device_label(d.rank, d.device)}: {why}", WIDTH - 2))
+            out.extend(f"  {line}" for line in wrap(printable(f"{device_label(d.rank, d.device)}: {why}"), WIDTH - 2))
     return out
 
 
@@ -184,10 +191,10 @@ def _comm_kernels(devices: Sequence[DeviceBreakdown], limit: int = 3) -> list[st
     if not stats:
         return []
     out = [_heading("communication kernels")]
-    out.extend(f"  {line}" for line in wrap(comm_summary(stats), WIDTH - 2))
+    out.extend(f"  {line}" for line in wrap(printable(comm_summary(stats)), WIDTH - 2))
     for s in stats[:limit]:
         row = f"  {format_ns(s.total_ns):>10} {s.count:>7,}  "
-        out.append(row + shorten(s.name, WIDTH - len(row)))
+        out.append(row + shorten(printable(s.name), WIDTH - len(row)))
     if len(stats) > limit:
         out.append(f"  … and {len(stats) - limit} more (the JSON report lists every one, per device)")
     return out
@@ -206,7 +213,7 @@ def _job(job: JobAnalysis) -> list[str]:
             f"  {job.collectives_total:,} collectives matched ({job.unmatched_calls:,} of {job.comm_calls:,} calls "
             f"unmatched); median arrival skew {skew}"
         )
-    out.extend(f"  {line}" for line in wrap(job.note, WIDTH - 2))
+    out.extend(f"  {line}" for line in wrap(printable(job.note), WIDTH - 2))
     if not job.collectives_total:
         return out
     out.append(f"  {'device':<12}{'compute':>10}{'vs median':>11}{'waits':>10}{'last':>10}{'chance':>8}{'costs':>8}")
@@ -243,7 +250,7 @@ def _gaps(report: Report, limit: int = 5) -> list[str]:
             why = f"waited for {g.launch.name}"
         else:
             why = "no launch record"
-        out.append(shorten(f"{head} {why} -> {g.next.name if g.next else '(end of trace)'}", WIDTH))
+        out.append(shorten(printable(f"{head} {why} -> {g.next.name if g.next else '(end of trace)'}"), WIDTH))
     return out
 
 
@@ -251,5 +258,5 @@ def _kernels(report: Report, limit: int = 8) -> list[str]:
     out = [_heading("top kernels by GPU time"), f"  {'share':>6} {'total':>10} {'count':>7}  name"]
     for k in report.kernels[:limit]:
         row = f"  {100 * k.share:5.1f}% {format_ns(k.total_ns):>10} {k.count:>7,}  "
-        out.append(row + shorten(k.name, WIDTH - len(row)))
+        out.append(row + shorten(printable(k.name), WIDTH - len(row)))
     return out

@@ -10,22 +10,64 @@ from __future__ import annotations
 import gzip
 import mmap
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
 
 from traceq.importers.kineto import trace_bytes
 
+_WAIT_S = 120.0
+"""How long a test waits for the inflater before calling it stuck: a guard against a deadlock, far
+beyond any machine's load, never a measurement."""
 
-def _fill_once_past(inflating: trace_bytes.Inflating, at_least: int) -> int:
-    """How far the inflater got, once it got ``at_least`` bytes (waiting up to 10 s for them) and
-    then had a while to go on if nothing held it back."""
-    deadline = time.monotonic() + 10
-    while len(inflating.available(0)) < at_least and time.monotonic() < deadline:
-        time.sleep(0.005)
-    time.sleep(0.05)
-    return len(inflating.available(0))
+
+class _Watched(trace_bytes.Inflating):
+    """An :class:`~trace_bytes.Inflating` that records each time its inflater stops to wait for the
+    parser, and how far it had inflated then: the inflater's own decision, seen from inside, so that
+    a test knows where it stopped without waiting a while to see whether it goes on."""
+
+    def __init__(self, path: Path, size_hint: int) -> None:
+        self.parks: list[int] = []
+        self._parked = threading.Condition()
+        super().__init__(path, size_hint)  # starts the inflater, which may park at once
+
+    def _held_back(self) -> bool:
+        held = super()._held_back()
+        if held:
+            with self._parked:
+                self.parks.append(self._filled)
+                self._parked.notify_all()
+        return held
+
+    def next_park(self, after: int) -> int:
+        """How far the inflater had got when it next stopped to wait, after ``after`` stops."""
+        with self._parked:
+            if not self._parked.wait_for(lambda: len(self.parks) > after, timeout=_WAIT_S):
+                raise AssertionError(f"the inflater did not stop to wait within {_WAIT_S:.0f} s: never held, or stuck")
+            return self.parks[after]
+
+
+class _GatedGzip:
+    """The real gunzip, whose first read waits for ``gate``: the test sets the limit before the
+    inflater has inflated a byte (else a busy machine could let it finish first)."""
+
+    def __init__(self, inner: gzip.GzipFile, gate: threading.Event) -> None:
+        self._inner, self._gate = inner, gate
+
+    def __enter__(self) -> _GatedGzip:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._inner.close()
+
+    def readinto(self, view: memoryview) -> int:
+        if not self._gate.wait(_WAIT_S):
+            raise AssertionError("the test never opened the gate")
+        return self._inner.readinto(view)
+
+    def read(self) -> bytes:
+        return self._inner.read()
 
 
 def test_an_inflater_held_to_a_distance_waits_for_the_parser_and_never_deadlocks(
@@ -33,23 +75,31 @@ def test_an_inflater_held_to_a_distance_waits_for_the_parser_and_never_deadlocks
 ) -> None:
     # The inflater goes at most keep_ahead bytes (plus one step) past the last release, except as
     # far as a reader asks; releases let it on; lifting the limit lets it finish.  Released bytes
-    # read as zeros, all others are the file's.
+    # read as zeros, all others are the file's.  Where it stops is recorded by the inflater itself
+    # (_Watched), so nothing here depends on how fast either thread runs.
     step, ahead = 64 << 10, 256 << 10
     monkeypatch.setattr(trace_bytes, "_READ_STEP_BYTES", step)
+    gate = threading.Event()
+    real_gunzip = trace_bytes._gunzip
+    monkeypatch.setattr(trace_bytes, "_gunzip", lambda path: _GatedGzip(real_gunzip(path), gate))
     text = b"".join(b'{"ph": "X", "ts": %d}, ' % i for i in range(200_000))
     assert len(text) > 16 * ahead
     packed = tmp_path / "t.json.gz"
     packed.write_bytes(gzip.compress(text))
-    inflating = trace_bytes.Inflating(packed, len(text))
+    inflating = _Watched(packed, len(text))
     inflating.keep_ahead(ahead)
-    assert ahead <= _fill_once_past(inflating, ahead) <= ahead + step
+    gate.set()
+    assert ahead <= inflating.next_park(after=0) <= ahead + step
     asked = 6 * ahead
+    stops = len(inflating.parks)
     assert len(inflating.available(asked)) >= asked  # a reader past the limit is served
-    assert _fill_once_past(inflating, asked) <= asked + step
-    inflating.release(0, 4 * ahead)
-    assert _fill_once_past(inflating, asked) <= asked + step  # 4 * ahead released + ahead: below asked
+    assert asked <= inflating.next_park(after=stops) <= asked + step  # and then it stops again
+    stops = len(inflating.parks)
+    inflating.release(0, 4 * ahead)  # 4 * ahead released + ahead: still below asked
+    assert inflating.next_park(after=stops) == inflating.parks[stops - 1]  # woken, and it stays
+    stops = len(inflating.parks)
     inflating.release(4 * ahead, asked)
-    there = _fill_once_past(inflating, asked + ahead)
+    there = inflating.next_park(after=stops)
     assert asked + ahead <= there <= asked + ahead + step  # on again, as far as allowed
     inflating.release(asked, 16 * ahead)  # past what is there: only what is there goes
     inflating.keep_ahead(None)

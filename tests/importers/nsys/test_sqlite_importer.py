@@ -314,7 +314,9 @@ def test_text_that_is_not_utf8_does_not_break_the_import(tmp_path: Path, backend
     conn.execute("INSERT INTO NVTX_EVENTS VALUES (1, 5, 59, CAST(x'41ff42' AS TEXT))")
     conn.commit()
     conn.close()
-    assert frame(read_nsys_sqlite(path))["name"].cast(pl.String).to_list() == ["A\ufffdB"]
+    result = read_nsys_sqlite(path)
+    assert frame(result)["name"].cast(pl.String).to_list() == ["A\ufffdB"]
+    assert "1 text values were not valid UTF-8; each invalid byte reads as U+FFFD" in result.meta.warnings
 
 
 def test_export_without_gpu_activity_loads_with_a_warning(tmp_path: Path, backend: str) -> None:
@@ -358,6 +360,29 @@ def test_unreadable_sqlite_file_is_corrupt(tmp_path: Path, content: bytes) -> No
     with pytest.raises(CorruptTraceError, match="cannot be read as SQLite") as info:
         read_nsys_sqlite(path)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "sql"),
+    [("AB\xff", "CREATE TABLE AB\xff (a)"), ("StringIds", "CREATE TABLE StringIds \xff (a)")],
+    ids=["table-name", "syntax"],
+)
+def test_a_schema_with_bytes_that_are_not_utf8_is_corrupt(tmp_path: Path, name: str, sql: str) -> None:
+    # SQLite's error quotes the damaged schema; Python decoding that message used to raise
+    # UnicodeDecodeError, an internal error.
+    path = make_export(tmp_path / "schema.sqlite", tiny_tables())
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA writable_schema=ON")
+    name_hex, sql_hex = name.encode("latin-1").hex(), sql.encode("latin-1").hex()
+    conn.execute(
+        f"UPDATE sqlite_master SET name = CAST(x'{name_hex}' AS TEXT), sql = CAST(x'{sql_hex}' AS TEXT) "
+        "WHERE name = 'StringIds'"
+    )
+    conn.commit()
+    conn.close()
+    with pytest.raises(CorruptTraceError, match="not UTF-8") as info:
+        read_nsys_sqlite(path)
+    assert str(info.value).startswith(f"{path}: cannot be read as SQLite") and "\n" not in str(info.value)
 
 
 @pytest.mark.real

@@ -27,9 +27,14 @@
  * No Python object is created per event, and the pass runs without the GIL, so that the caller can
  * scan the next block on one thread while it converts the last one on another.
  *
+ * A text value longer than MAX_TEXT_BYTES is cut to its first MAX_TEXT_BYTES bytes (at a character
+ * boundary; the lenient path cuts the same way), and the pass counts the values it cut.
+ *
  * Beside the pass: encode() dictionary-encodes a text column for polars' Categorical, trim() frees
- * the buffers kept for the next pass, and move_pages() moves the memory of parsed bytes of an
- * inflated gzip file to where the inflater writes next (fresh pages cost a fault each).
+ * the buffers kept for the next pass, move_pages() moves the memory of parsed bytes of an inflated
+ * gzip file to where the inflater writes next (fresh pages cost a fault each), and squeeze() drops,
+ * as the inflater writes them, the runs of whitespace and the tails of strings that no parser needs
+ * kept (see its docstring).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -59,6 +64,7 @@ enum { MORE = 0, CLOSED = 1, OPEN_END = 2 };
 #define MAX_DEPTH 256
 #define VIEW_BYTES 16
 #define INLINE_BYTES 12
+#define MAX_TEXT_BYTES ((size_t)1 << 20)
 
 typedef const unsigned char *Ptr;
 
@@ -92,6 +98,7 @@ typedef struct {
     Grow fixups;        /* int64 (row, field, start, end) */
     signed char first_key[2][KEY_LENGTHS][128]; /* by where, key length, first byte: a field index + 1 */
     signed char next_key[MAX_FIELDS];            /* the next field with the same where, length and first byte */
+    size_t cut;         /* text values cut to MAX_TEXT_BYTES */
     char error[256];
     int failed;
 } Scan;
@@ -514,6 +521,16 @@ static int num_int(const Num *n, Ptr p, Ptr q, int64_t *out) {
     return 0;
 }
 
+/* The length of text a (of len bytes) as a field keeps it: at most MAX_TEXT_BYTES, cut before a
+   UTF-8 continuation byte so that the cut text stays valid (counted in s->cut when cut). */
+static size_t kept_length(Scan *s, Ptr a, size_t len) {
+    if (len <= MAX_TEXT_BYTES) return len;
+    size_t cut = MAX_TEXT_BYTES;
+    while (cut > 0 && (a[cut] & 0xC0) == 0x80) cut--;
+    s->cut++;
+    return cut;
+}
+
 static void put_view(Field *f, size_t row, Ptr a, size_t len, uint32_t buffer, size_t offset) {
     unsigned char *v = f->values + row * VIEW_BYTES;
     uint32_t n = (uint32_t)len;
@@ -571,6 +588,7 @@ static Ptr put_unescaped(Scan *s, Field *f, size_t row, Ptr a, Ptr b) {
             if (!a || !put_utf8(&s->side, code)) return fail(s, "out of memory");
         }
     }
+    s->side.size = at + kept_length(s, s->side.data + at, s->side.size - at);
     if (s->side.size > INT32_MAX) return fail(s, "escaped strings too long for the fast path");
     /* Views into the side buffer are completed by the caller once the buffer stops moving: the
        inline prefix is copied here, the offset is relative to the side buffer's start. */
@@ -650,7 +668,7 @@ static Ptr read_value(Scan *s, int index, size_t row, Ptr p, Ptr e, int depth) {
         if (numeric) return fail_field(s, "a value of %s that is not a number", f);
         if (!escaped) {
             if ((size_t)(q - 1 - s->base) > INT32_MAX) return fail(s, "a chunk too long for the fast path");
-            put_view(f, row, p + 1, (size_t)(q - 1 - (p + 1)), 0, (size_t)(p + 1 - s->base));
+            put_view(f, row, p + 1, kept_length(s, p + 1, (size_t)(q - 1 - (p + 1))), 0, (size_t)(p + 1 - s->base));
             return q;
         }
         return put_unescaped(s, f, row, p + 1, q - 1) ? q : NULL;
@@ -689,7 +707,7 @@ static Ptr read_value(Scan *s, int index, size_t row, Ptr p, Ptr e, int depth) {
         q = number_end(s, p, e, &plain);
         if (!q) return NULL;
         if (plain && !(q - p == 2 && p[0] == '-')) {
-            put_view(f, row, p, (size_t)(q - p), 0, (size_t)(p - s->base));
+            put_view(f, row, p, kept_length(s, p, (size_t)(q - p)), 0, (size_t)(p - s->base));
         } else {
             mark_valid(f, row);
             if (!add_fixup(s, row, index, p, q)) return fail(s, "out of memory");
@@ -838,20 +856,21 @@ static PyObject *result(Scan *s, size_t consumed, int status) {
         }
         PyList_SET_ITEM(columns, i, item);
     }
-    PyObject *out = Py_BuildValue("(nniNNN)", (Py_ssize_t)consumed, (Py_ssize_t)s->rows, status, columns,
+    PyObject *out = Py_BuildValue("(nniNNNn)", (Py_ssize_t)consumed, (Py_ssize_t)s->rows, status, columns,
                                   hand_over(s->side.data, s->side.size, s->side.cap),
-                                  hand_over(s->fixups.data, s->fixups.size, s->fixups.cap));
+                                  hand_over(s->fixups.data, s->fixups.size, s->fixups.cap), (Py_ssize_t)s->cut);
     s->side.data = s->fixups.data = NULL;
     return out;
 }
 
 PyDoc_STRVAR(scan_doc,
-             "scan(buffer, begin, limit, first, fields, rows_hint=0) -> (consumed, events, status, columns, side, fixups)"
-             " | str\n\n"
+             "scan(buffer, begin, limit, first, fields, rows_hint=0) -> (consumed, events, status, columns, side, fixups,"
+             " cut) | str\n\n"
              "Read events from buffer[begin:], which starts right after the array's '[' (first) or right after\n"
              "an event, until the first event that ends at or after `limit`, the array's ']' or the end of the\n"
              "buffer.  `fields` is a sequence of (name, key, where, type).  Returns a decline reason (str)\n"
-             "for anything that is not strict JSON or that a field cannot take.");
+             "for anything that is not strict JSON or that a field cannot take.  `cut` counts the text values\n"
+             "cut to MAX_TEXT_BYTES.");
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
@@ -1130,10 +1149,349 @@ static PyObject *move_pages(PyObject *self, PyObject *args) {
     return PyBool_FromLong(moved);
 }
 
+
+/* ------------------------------------------------------------------------------------------ */
+/* squeezing inflated text */
+
+/* What squeeze() carries from one call to the next: int64 fields of the caller's state buffer. */
+typedef struct {
+    int64_t flags;       /* SQ_* */
+    int64_t hex_left;    /* hex digits still to come in a \u escape */
+    int64_t hex;         /* the \u escape's value so far */
+    int64_t blank_run;   /* whitespace bytes in the current run outside strings */
+    int64_t string_len;  /* bytes of the current string so far (as written: escapes count in full) */
+    int64_t strings_cut; /* strings cut (totals, for the caller's warning) */
+    int64_t dropped;     /* bytes dropped */
+    int64_t spare;
+} Squeeze;
+
+enum { SQ_STRING = 1, SQ_ESCAPE = 2, SQ_DROP = 4, SQ_HIGH = 8 };
+
+static inline int hex_value(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* The first byte at or after p that is a quote or a backslash. */
+static inline Ptr quote_or_backslash(Ptr p, Ptr e) {
+#if defined(__SSE2__)
+    while (p + 16 <= e) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        unsigned mask = (unsigned)_mm_movemask_epi8(
+            _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
+        if (mask) return p + __builtin_ctz(mask);
+        p += 16;
+    }
+#endif
+    while (p < e && *p != '"' && *p != '\\') p++;
+    return p;
+}
+
+/* Squeeze the n bytes at buf in place; returns how many are kept.  String boundaries are found as
+   the lenient parser finds them (a backslash takes the byte after it), so that both parsers see
+   the same strings; a string is cut only where its prefix stays valid: not inside an escape, not
+   right after the high half of a surrogate pair, not before a UTF-8 continuation byte. */
+#if defined(__SSE2__)
+/* Bits of the 64 bytes at p: quotes, backslashes, JSON whitespace. */
+static inline void masks64(Ptr p, uint64_t *quotes, uint64_t *backslashes, uint64_t *blanks) {
+    uint64_t q = 0, b = 0, w = 0;
+    for (int i = 0; i < 4; i++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(p + 16 * i));
+        q |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('"'))) << (16 * i);
+        b |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))) << (16 * i);
+        __m128i white = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\n'))),
+                                     _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t'))));
+        w |= (uint64_t)(unsigned)_mm_movemask_epi8(white) << (16 * i);
+    }
+    *quotes = q;
+    *backslashes = b;
+    *blanks = w;
+}
+
+/* Bit i: the XOR of bits 0..i. */
+static inline uint64_t prefix_xor(uint64_t x) {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
+}
+
+/* The usual case, 64 bytes at a time: a block without backslashes in which no limit is reached
+   changes nothing but the state (string bounds from the quotes' running parity).  Returns 0 where
+   the block needs the byte-by-byte machine. */
+static inline int squeeze_block(Squeeze *z, Ptr r, int64_t max_blank, int64_t max_string) {
+    uint64_t quotes, backslashes, blanks;
+    masks64(r, &quotes, &backslashes, &blanks);
+    if (backslashes) return 0;
+    int in_string = (z->flags & SQ_STRING) != 0;
+    uint64_t inside = prefix_xor(quotes) ^ (in_string ? ~UINT64_C(0) : 0); /* in a string after byte i */
+    uint64_t outside_blanks = blanks & ~inside;                          /* quotes are never blank */
+    int64_t run;
+    if (outside_blanks == ~UINT64_C(0)) {
+        run = z->blank_run + 64;
+        if (run > max_blank) return 0;
+    } else {
+        if (z->blank_run + __builtin_ctzll(~outside_blanks) > max_blank) return 0;
+        run = __builtin_clzll(~outside_blanks); /* the blanks after the last other byte */
+    }
+    int64_t length;
+    if (!quotes) {
+        length = in_string ? z->string_len + 64 : 0;
+    } else {
+        if (in_string && z->string_len + __builtin_ctzll(quotes) > max_string) return 0;
+        length = 63 - (63 - __builtin_clzll(quotes)); /* the bytes after the last quote */
+    }
+    int ends_inside = (int)(inside >> 63);
+    if (ends_inside && length > max_string) return 0;
+    z->blank_run = run;
+    z->string_len = ends_inside ? length : 0;
+    z->flags = ends_inside ? SQ_STRING : 0;
+    return 1;
+}
+#endif
+
+static size_t squeeze_bytes(Squeeze *z, unsigned char *buf, size_t n, int64_t max_blank, int64_t max_string) {
+    unsigned char *r = buf, *w = buf, *e = buf + n, *slow_until = buf;
+    while (r < e) {
+#if defined(__SSE2__)
+        /* (runs and strings inside one block are then shorter than a limit) */
+        if (r >= slow_until && max_blank >= 64 && max_string >= 64 && !(z->flags & (SQ_DROP | SQ_ESCAPE)) &&
+            z->hex_left == 0) {
+            while (r + 64 <= e && squeeze_block(z, r, max_blank, max_string)) {
+                if (w != r) memmove(w, r, 64);
+                w += 64;
+                r += 64;
+            }
+            slow_until = r + 64; /* the block it stopped at goes byte by byte */
+            if (r >= e) break;
+        }
+#endif
+        if (!(z->flags & SQ_STRING)) {
+#if defined(__SSE2__)
+            /* 16 bytes at a time, up to and including the next quote, while no run of whitespace
+               grows past its limit (else byte by byte below) */
+            while (r + 16 <= e) {
+                __m128i x = _mm_loadu_si128((const __m128i *)r);
+                unsigned quotes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')));
+                unsigned blanks = (unsigned)_mm_movemask_epi8(
+                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\n'))),
+                                 _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t')))));
+                unsigned k = quotes ? (unsigned)__builtin_ctz(quotes) : 16; /* the bytes before the quote */
+                unsigned before = k == 16 ? 0xFFFFu : (1u << k) - 1;
+                unsigned solid = ~blanks & before;
+                if (!solid) {
+                    if (z->blank_run >= max_blank) { /* all past the limit: dropped */
+                        z->blank_run += k;
+                        z->dropped += k;
+                        r += k;
+                        if (k == 16) continue;
+                        break; /* the quote, below */
+                    }
+                    if (z->blank_run + k > max_blank) break; /* the limit falls inside: byte by byte */
+                    z->blank_run += k;
+                } else {
+                    if (z->blank_run + __builtin_ctz(solid) > max_blank) break;
+                    z->blank_run = k - 1 - (31 - __builtin_clz(solid)); /* the blanks after the last non-blank */
+                }
+                if (w != r) memmove(w, r, k);
+                w += k;
+                r += k;
+                if (k < 16) break; /* at the quote, below */
+            }
+            if (r >= e) break;
+#endif
+            unsigned char c = *r++;
+            if (blank(c)) {
+                if (++z->blank_run > max_blank) {
+                    z->dropped++;
+                    continue;
+                }
+            } else {
+                z->blank_run = 0;
+                if (c == '"') {
+                    z->flags = SQ_STRING;
+                    z->string_len = 0;
+                    z->hex_left = 0;
+                }
+            }
+            *w++ = c;
+        } else if (z->flags & SQ_DROP) {
+            if (z->flags & SQ_ESCAPE) { /* the byte a backslash takes */
+                z->flags &= ~SQ_ESCAPE;
+                r++;
+                z->dropped++;
+                continue;
+            }
+            Ptr q = quote_or_backslash(r, e);
+            z->dropped += q - r;
+            r = (unsigned char *)q;
+            if (r >= e) break;
+            if (*r == '\\') {
+                z->flags |= SQ_ESCAPE;
+                r++;
+                z->dropped++;
+                continue;
+            }
+            *w++ = '"'; /* the cut string's closing quote */
+            r++;
+            z->flags = 0;
+            z->blank_run = 0;
+        } else {
+            if (!(z->flags & SQ_ESCAPE) && z->hex_left == 0) {
+                /* plain bytes up to a quote or a backslash, but not past the string limit */
+                int64_t room = z->string_len < max_string ? max_string - z->string_len : 0;
+                Ptr stop = e - r > room ? r + room : e;
+                Ptr q = quote_or_backslash(r, stop);
+                size_t k = (size_t)(q - r);
+                if (k) {
+                    if (w != r) memmove(w, r, k);
+                    w += k;
+                    r += k;
+                    z->string_len += (int64_t)k;
+                    z->flags &= ~SQ_HIGH;
+                }
+                if (r >= e) break;
+                if (*r == '"') { /* the usual end of a string */
+                    *w++ = '"';
+                    r++;
+                    z->flags = 0;
+                    z->blank_run = 0;
+                    continue;
+                }
+            }
+            unsigned char c = *r;
+            if (c != '"' && z->string_len >= max_string && !(z->flags & (SQ_ESCAPE | SQ_HIGH)) && z->hex_left == 0 &&
+                (c & 0xC0) != 0x80) {
+                z->flags |= SQ_DROP; /* c and the rest of the string go; the closing quote stays */
+                z->strings_cut++;
+                continue;
+            }
+            r++;
+            *w++ = c;
+            if (z->flags & SQ_ESCAPE) {
+                z->flags &= ~SQ_ESCAPE;
+                z->string_len++;
+                if (c == 'u') {
+                    z->hex_left = 4;
+                    z->hex = 0;
+                } else {
+                    z->flags &= ~SQ_HIGH;
+                }
+            } else if (c == '"') {
+                z->flags = 0;
+                z->blank_run = 0;
+            } else if (c == '\\') {
+                z->flags |= SQ_ESCAPE;
+                z->hex_left = 0;
+                z->string_len++;
+            } else {
+                z->string_len++;
+                int v = z->hex_left ? hex_value(c) : -1;
+                if (v < 0) {
+                    z->hex_left = 0;
+                    z->flags &= ~SQ_HIGH;
+                } else {
+                    z->hex = z->hex * 16 + v;
+                    if (--z->hex_left == 0) {
+                        if (z->hex >= 0xD800 && z->hex <= 0xDBFF) z->flags |= SQ_HIGH;
+                        else z->flags &= ~SQ_HIGH;
+                    }
+                }
+            }
+        }
+    }
+    return (size_t)(w - buf);
+}
+
+PyDoc_STRVAR(squeeze_doc,
+             "squeeze(buffer, begin, end, state, max_blank, max_string) -> int\n\n"
+             "Squeeze buffer[begin:end] (JSON text as it inflates) in place, toward `begin`, and return the end of\n"
+             "what is kept.  Runs of whitespace outside strings keep their first `max_blank` bytes (at least 16);\n"
+             "a string keeps its first `max_string` bytes as written (cut where the prefix stays valid JSON text)\n"
+             "and its closing quote.  No parser needs what goes: whitespace is insignificant past one byte, and no\n"
+             "field keeps more of a string than MAX_TEXT_BYTES (a limit below max_string / 6, the most an escape\n"
+             "expands).  `state` (a writable buffer of 8 int64) carries what is open from one call to the next and\n"
+             "counts: state[5] the strings cut, state[6] the bytes dropped.  The work runs without the GIL.");
+
+static PyObject *squeeze(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view, state;
+    Py_ssize_t begin, end, max_blank, max_string;
+    if (!PyArg_ParseTuple(args, "w*nnw*nn", &view, &begin, &end, &state, &max_blank, &max_string)) return NULL;
+    PyObject *out = NULL;
+    if (begin < 0 || end < begin || end > view.len) {
+        PyErr_SetString(PyExc_ValueError, "begin:end is outside the buffer");
+    } else if (state.len < (Py_ssize_t)sizeof(Squeeze)) {
+        PyErr_SetString(PyExc_ValueError, "the state buffer holds fewer than 8 int64");
+    } else {
+        Squeeze z;
+        memcpy(&z, state.buf, sizeof z);
+        size_t kept;
+        Py_BEGIN_ALLOW_THREADS
+        kept = squeeze_bytes(&z, (unsigned char *)view.buf + begin, (size_t)(end - begin), max_blank < 16 ? 16 : max_blank,
+                             max_string < 16 ? 16 : max_string);
+        Py_END_ALLOW_THREADS
+        memcpy(state.buf, &z, sizeof z);
+        out = PyLong_FromSsize_t(begin + (Py_ssize_t)kept);
+    }
+    PyBuffer_Release(&state);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+
+/* ------------------------------------------------------------------------------------------ */
+/* nesting depth */
+
+PyDoc_STRVAR(nesting_depth_doc,
+             "nesting_depth(buffer, limit) -> int\n\n"
+             "How deep arrays and objects nest in the JSON text `buffer` (brackets inside strings aside; a\n"
+             "backslash takes the byte after it, as the lenient parser reads strings), counting no further\n"
+             "than limit + 1.  Iterative, without the GIL: the lenient parser asks it before Python's json,\n"
+             "which recurses per level, sees the text.");
+
+static PyObject *nesting_depth(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &limit)) return NULL;
+    Ptr p = view.buf, e = p + view.len;
+    Py_ssize_t depth = 0, deepest = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (p < e && deepest <= limit) {
+        unsigned char c = *p++;
+        if (c == '"') {
+            for (;;) {
+                p = quote_or_backslash(p, e);
+                if (p >= e) break;
+                if (*p == '"') {
+                    p++;
+                    break;
+                }
+                p += 2; /* a backslash and the byte it takes */
+            }
+        } else if (c == '[' || c == '{') {
+            if (++depth > deepest) deepest = depth;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(deepest);
+}
+
 static PyMethodDef methods[] = {{"scan", scan, METH_VARARGS, scan_doc},
                                 {"trim", trim, METH_NOARGS, trim_doc},
                                 {"encode", encode, METH_VARARGS, encode_doc},
                                 {"move_pages", move_pages, METH_VARARGS, move_pages_doc},
+                                {"squeeze", squeeze, METH_VARARGS, squeeze_doc},
+                                {"nesting_depth", nesting_depth, METH_VARARGS, nesting_depth_doc},
                                 {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scanner",
@@ -1148,7 +1506,8 @@ PyMODINIT_FUNC PyInit__scanner(void) {
         PyModule_AddIntConstant(m, "TEXT", T_TEXT) || PyModule_AddIntConstant(m, "TRIPLE", T_TRIPLE) ||
         PyModule_AddIntConstant(m, "ARGS", T_ARGS) || PyModule_AddIntConstant(m, "PART", T_PART) || PyModule_AddIntConstant(m, "TOP", AT_TOP) ||
         PyModule_AddIntConstant(m, "IN_ARGS", AT_ARGS) || PyModule_AddIntConstant(m, "MORE", MORE) ||
-        PyModule_AddIntConstant(m, "CLOSED", CLOSED) || PyModule_AddIntConstant(m, "OPEN_END", OPEN_END)) {
+        PyModule_AddIntConstant(m, "CLOSED", CLOSED) || PyModule_AddIntConstant(m, "OPEN_END", OPEN_END) ||
+        PyModule_AddIntConstant(m, "MAX_TEXT_BYTES", (long)MAX_TEXT_BYTES)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -34,6 +34,7 @@ from traceq.importers.kineto.raw_frame import (
     Compact,
     Container,
     ParsedTrace,
+    cut_warnings,
     decoder,
 )
 from traceq.importers.kineto.scanner import (
@@ -47,7 +48,7 @@ from traceq.importers.kineto.scanner import (
     to_block,
     trim,
 )
-from traceq.importers.kineto.trace_bytes import Inflating, Raw
+from traceq.importers.kineto.trace_bytes import InflatedPastHint, Inflating, Raw
 
 CHUNK_BYTES: Final = 32 << 20
 """Bytes of the event array scanned at a time (a pass stops after the first event ending past them);
@@ -76,28 +77,39 @@ def parse_fast(source: Raw | Inflating, compact: Compact) -> ParsedTrace:
         # The passes in flight reach about two passes past the last release (see the loop).
         source.keep_ahead(KEEP_AHEAD_PASSES * chunk + _MORE_BYTES)
     try:
-        events, at, closed, open_end = _passes(source, start, chunk, compact, released)
+        events, at, closed, open_end, cut = _passes(source, start, chunk, compact, released)
     finally:
         if isinstance(source, Inflating):
             source.keep_ahead(None)
     trim()
-    buf = source.whole() if isinstance(source, Inflating) else source
+    buf = _all_inflated(source) if isinstance(source, Inflating) else source
     if open_end and container == "object":
         raise FastPathDeclined("the event array is cut off before its closing bracket")
-    if container == "array" and closed and buf[at + 1 :].strip():
+    if container == "array" and closed and _NOT_BLANK.search(buf, at + 1):
         raise FastPathDeclined("bytes after the closing bracket of the array")
     top = _top_level_keys(buf, start, at) if container == "object" else {}
     warnings = (UNCLOSED_ARRAY_WARNING,) if open_end else ()
-    return ParsedTrace(events, top, container, "fast", 0, warnings)
+    squeezed = source.squeeze_warnings() if isinstance(source, Inflating) else ()
+    return ParsedTrace(events, top, container, "fast", 0, warnings + cut_warnings(cut) + squeezed)
+
+
+def _all_inflated(source: Inflating) -> memoryview | bytearray | mmap.mmap:
+    """The inflated bytes once the passes are done: without a copy, unless the stream was longer
+    than its trailer said (then its end, after the event array, is in a part kept aside)."""
+    try:
+        return source.inflated()
+    except InflatedPastHint:
+        return source.whole()
 
 
 def _passes(
     source: Raw | Inflating, start: int, chunk: int, compact: Compact, released: _Release
-) -> tuple[pl.DataFrame, int, bool, bool]:
+) -> tuple[pl.DataFrame, int, bool, bool, int]:
     """The scanner's passes over the event array from ``start`` (its ``[``), each compacted: the
-    events, where the last pass stopped, and whether the array closed or ended open."""
+    events, where the last pass stopped, whether the array closed or ended open, and how many
+    text values were cut."""
     frames: list[pl.DataFrame] = []
-    index = 0
+    index = cut = 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-scan") as pool:
         first_limit = start + 1 + min(FIRST_CHUNK_BYTES, chunk)
         pending = pool.submit(_scan_pass, source, start + 1, first_limit, first=True, hint=0)
@@ -111,12 +123,13 @@ def _passes(
             block = to_block(_bytes_to(source, at), scanned, spec=_SPEC, first_index=index)
             del scanned
             index += block.events
+            cut += block.cut
             frames.append(compact(block.frame))
             del block
             released.up_to(at)
             if closed or open_end:
                 break
-    return (pl.concat(frames) if len(frames) > 1 else frames[0]), at, closed, open_end
+    return (pl.concat(frames) if len(frames) > 1 else frames[0]), at, closed, open_end, cut
 
 
 _HEAD_BYTES: Final = 1 << 20
@@ -126,44 +139,46 @@ _MORE_BYTES: Final = 4 << 20
 
 
 def _locate(source: Raw | Inflating) -> tuple[Container, int]:
+    """:func:`locate_event_array`; in a file still inflating, in a head that doubles until the
+    array is found or the file has ended (the keys before it can be long: they are not copied whole)."""
     if not isinstance(source, Inflating):
         return locate_event_array(source)
-    head = source.available(_HEAD_BYTES)
-    try:
-        return locate_event_array(bytes(head))
-    except FastPathDeclined:
-        if source.complete(len(head)):
-            raise
-    return locate_event_array(source.whole())
+    want = _HEAD_BYTES
+    while True:
+        head = source.available(want)
+        try:
+            return locate_event_array(head)
+        except FastPathDeclined:
+            if source.complete(len(head)):
+                raise
+        want = 2 * max(want, len(head))
 
 
-_WHITESPACE: Final = b" \t\r\n"
 _BOM: Final = b"\xef\xbb\xbf"
 _KEY_TAIL: Final = re.compile(rb"\s*:\s*\[")
+_TRACE_EVENTS_KEY: Final = re.compile(rb'"traceEvents"')
+_NOT_WHITESPACE: Final = re.compile(rb"[^ \t\r\n]")
+_NOT_BLANK: Final = re.compile(rb"[^ \t\r\n\x0b\x0c]")
+"""What ``bytes.strip`` would not strip, found without copying the bytes (which may be long)."""
 
 
-def locate_event_array(buf: Raw) -> tuple[Container, int]:
+def locate_event_array(buf: Raw | memoryview) -> tuple[Container, int]:
     """The container form and the offset of the ``[`` that opens the event array."""
-    first = _skip_whitespace(buf, len(_BOM) if buf[: len(_BOM)] == _BOM else 0)
-    if first >= len(buf):
+    found = _NOT_WHITESPACE.search(buf, len(_BOM) if buf[: len(_BOM)] == _BOM else 0)
+    if found is None:
         raise FastPathDeclined("the file holds only whitespace")
+    first = found.start()
     if buf[first] == ord("["):
         return "array", first
     if buf[first] != ord("{"):
         raise FastPathDeclined("the file is neither a JSON object nor a JSON array")
-    at = buf.find(b'"traceEvents"', first)
-    while at != -1:
-        tail = _KEY_TAIL.match(buf, at + len(b'"traceEvents"'))
+    key = _TRACE_EVENTS_KEY.search(buf, first)
+    while key is not None:
+        tail = _KEY_TAIL.match(buf, key.end())
         if tail:
             return "object", tail.end() - 1
-        at = buf.find(b'"traceEvents"', at + 1)
+        key = _TRACE_EVENTS_KEY.search(buf, key.start() + 1)
     raise FastPathDeclined("no traceEvents array")
-
-
-def _skip_whitespace(buf: Raw, at: int) -> int:
-    while at < len(buf) and buf[at] in _WHITESPACE:
-        at += 1
-    return at
 
 
 def _bytes_to(source: Raw | Inflating, offset: int) -> Raw | memoryview:
@@ -186,7 +201,8 @@ def _scan_pass(source: Raw | Inflating, at: int, limit: int, *, first: bool, hin
         else:
             if scanned.status != OPEN_END or source.complete(len(view)):
                 return scanned
-        want = len(view) + _MORE_BYTES
+        # Twice as far each time: an event far longer than a pass costs a few passes, not one per step.
+        want = max(len(view) + _MORE_BYTES, at + 2 * (len(view) - at))
 
 
 class _Release:
@@ -213,7 +229,7 @@ class _Release:
             self._done = end
 
 
-def _top_level_keys(buf: Raw, start: int, stop: int) -> dict[str, Any]:
+def _top_level_keys(buf: Raw | memoryview, start: int, stop: int) -> dict[str, Any]:
     """The object's other keys: parse the bytes around the event array with the array emptied."""
     shell = bytes(buf[:start]) + b"[]" + bytes(buf[stop + 1 :])
     try:

@@ -7,12 +7,14 @@ user sees.  ``docs/importers-kineto.md`` describes what is read per PyTorch era 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 import polars as pl
 
 from traceq.errors import EmptyTraceError, UnsupportedFormatError
+from traceq.importers.duplicates import count_duplicates, drop_exact_duplicates
 from traceq.importers.event_rows import EventRows
 from traceq.importers.kineto.compact import compact
 from traceq.importers.kineto.fast_parser import parse_fast
@@ -23,21 +25,24 @@ from traceq.importers.kineto.raw_frame import ParsedTrace
 from traceq.importers.kineto.scanner import FastPathDeclined
 from traceq.importers.kineto.trace_bytes import InflatedPastHint, Inflating, Raw, open_trace, read_trace_bytes
 from traceq.importers.result import ImportResult
-from traceq.stats import ImportStats
+from traceq.stats import CategoryCount, ImportStats
 
 Parser = Literal["auto", "fast", "lenient"]
 
 
-def read_kineto(path: Path, *, parser: Parser = "auto") -> ImportResult:
+def read_kineto(path: Path, *, parser: Parser = "auto", max_inflate_ratio: float | None = None) -> ImportResult:
     """Import one ``.json`` or ``.json.gz`` Chrome trace (gzip is detected from the content).
 
     Returns the event table (columns of :mod:`traceq.schema`, sorted by ``start_ns`` then
     ``end_ns``, times in ns on the trace's own clock), per-category stats and the file's meta.
     ``parser`` forces one of the two parsers (for tests and benchmarks): ``"fast"`` raises
     :class:`~traceq.errors.UnsupportedFormatError` where ``"auto"`` would fall back.
+    ``max_inflate_ratio`` bounds what a gzip file may inflate to
+    (:func:`~traceq.importers.kineto.trace_bytes.inflate_limit`; default ``$TRACEQ_MAX_INFLATE_RATIO``
+    or 100 times its size): more is refused with :class:`~traceq.errors.LimitExceededError`.
     """
     path = Path(path)
-    parsed = _parse(path, parser)
+    parsed = _parse(path, parser, max_inflate_ratio)
     events, total = parsed.events, parsed.events.height + parsed.non_objects
     if total == 0:
         raise EmptyTraceError(
@@ -67,9 +72,25 @@ def read_kineto(path: Path, *, parser: Parser = "auto") -> ImportResult:
         )
     event_rows = EventRows()
     event_rows.add(_in_file_order(rows))
-    table = event_rows.sorted_table()
+    table, dropped = drop_exact_duplicates(event_rows.sorted_table())
+    counts = count_duplicates(counts, _by_stats_category(dropped, counts))
     meta = build_meta(path, top, facts, table, container=container, parser=parser_used, warnings=warnings)
     return ImportResult(events=table.to_arrow(), stats=ImportStats.of(counts), meta=meta)
+
+
+def _by_stats_category(dropped: pl.DataFrame, counts: Sequence[CategoryCount]) -> dict[str, int]:
+    """The duplicates dropped per stats category: their ``cat``, or for events without one the
+    ``ph=<phase>`` category their kind allows (instants ``i``/``I``, others ``X``/``B``), the first
+    of those that has the rows."""
+    out: dict[str, int] = {}
+    rows = {c.category: c.rows for c in counts}
+    tally = dropped.group_by("category", "kind").len()
+    for category, kind, n in tally.iter_rows():
+        if category is None:
+            phases = ("ph=i", "ph=I") if kind == "instant" else ("ph=X", "ph=B")
+            category = next((c for c in phases if rows.get(c, 0) - out.get(c, 0) >= n), phases[0])
+        out[str(category)] = out.get(str(category), 0) + n
+    return out
 
 
 def _in_file_order(rows: pl.DataFrame) -> pl.DataFrame:
@@ -86,15 +107,15 @@ def _in_file_order(rows: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame([rows.drop_in_place(name) for name in list(rows.columns)])
 
 
-def _parse(path: Path, parser: Parser) -> ParsedTrace:
+def _parse(path: Path, parser: Parser, ratio: float | None) -> ParsedTrace:
     if parser == "lenient":
-        return parse_lenient(read_trace_bytes(path), path, compact)
-    source = open_trace(path)
+        return _lenient(path, open_trace(path, max_inflate_ratio=ratio), ratio)
+    source = open_trace(path, max_inflate_ratio=ratio)
     try:
         try:
             return parse_fast(source, compact)
         except InflatedPastHint:  # a gzip stream longer than its trailer said: parse it whole
-            source = read_trace_bytes(path)
+            source = read_trace_bytes(path, max_inflate_ratio=ratio)
             return parse_fast(source, compact)
     except FastPathDeclined as declined:
         if parser == "fast":
@@ -102,19 +123,27 @@ def _parse(path: Path, parser: Parser) -> ParsedTrace:
                 f"the fast JSON path declined the file ({declined.reason})", path=path, hint="use parser='auto'"
             ) from declined
         reason = declined.reason
-    lenient = parse_lenient(_all_bytes(path, source), path, compact)
+    lenient = _lenient(path, source, ratio)
     note = f"the fast JSON path declined the file ({reason}); it was read with the slower lenient parser"
     return ParsedTrace(
         lenient.events, lenient.top, lenient.container, lenient.parser, lenient.non_objects, (note, *lenient.warnings)
     )
 
 
-def _all_bytes(path: Path, source: Raw | Inflating) -> Raw:
-    """The file's bytes for the lenient parser: a gzip file is inflated again where the fast path
+def _lenient(path: Path, source: Raw | Inflating, ratio: float | None) -> ParsedTrace:
+    """The lenient parser over the file's bytes: a gzip file is inflated again where the fast path
     gave some of its inflated pages back."""
+    if isinstance(source, Inflating) and source.released:
+        source = open_trace(path, max_inflate_ratio=ratio)
     if not isinstance(source, Inflating):
-        return source
-    return read_trace_bytes(path) if source.released else source.whole()
+        return parse_lenient(source, path, compact)
+    parsed = parse_lenient(source.whole(), path, compact)
+    squeezed = source.squeeze_warnings()
+    if not squeezed:
+        return parsed
+    return ParsedTrace(
+        parsed.events, parsed.top, parsed.container, parsed.parser, parsed.non_objects, parsed.warnings + squeezed
+    )
 
 
 __all__ = ["Parser", "read_kineto"]

@@ -9,6 +9,12 @@ accepts a value, the conversion here is polars' (numbers read into a string fiel
 way polars spells them; of duplicate keys the first wins); where polars refuses one, it is more
 forgiving (a numeric string in a number field is read; anything else becomes null).  This path
 builds Python objects per event, by design.
+
+Its limits: values nested deeper than :data:`MAX_NESTING` levels are refused
+(:class:`~traceq.errors.LimitExceededError`, found by an iterative count before ``json`` -- which
+recurses per level -- sees the text), integers longer than :data:`_LONG_INT_DIGITS` digits are read
+as their text (Python's ``int`` refuses them), and text values are cut as the scanner cuts them
+(:func:`~traceq.importers.kineto.raw_frame.cut_long_texts`).
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
+import numpy as np
 import polars as pl
 
-from traceq.errors import CorruptTraceError, EmptyTraceError, UnsupportedFormatError
+from traceq.errors import CorruptTraceError, EmptyTraceError, LimitExceededError, UnsupportedFormatError
 from traceq.importers.kineto.raw_frame import (
     ARG_FIELDS,
     NO_TRIPLE,
@@ -33,6 +40,8 @@ from traceq.importers.kineto.raw_frame import (
     Container,
     ParsedTrace,
     Triple,
+    cut_long_texts,
+    cut_warnings,
     decoder,
     float_text,
     triple_of_list,
@@ -40,19 +49,35 @@ from traceq.importers.kineto.raw_frame import (
 )
 from traceq.importers.kineto.trace_bytes import Raw
 
+try:
+    from traceq.importers.kineto import _scanner
+except ImportError:  # a source tree imported without its compiled module (pip install . builds it)
+    _scanner = None  # type: ignore[assignment]
+
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 _CUT_OFF_TAIL_MAX_CHARS: Final = 1 << 20
 """A cut-off last event longer than this is called corruption, not truncation."""
+MAX_NESTING: Final = 512
+"""The deepest nesting of arrays and objects the lenient parser reads (real traces nest below 10;
+``json`` needs a frame of Python's stack per level)."""
+_LONG_INT_DIGITS: Final = 4000
+"""Integers with more digits are kept as text: Python's ``int`` refuses more than 4300."""
 
 
 def parse_lenient(data: Raw, path: Path, compact: Compact) -> ParsedTrace:
     """Parse with Python's ``json`` after repairs; raises traceq errors for what cannot be read."""
     warnings: list[str] = []
-    text = _decode(data if isinstance(data, bytes | bytearray) else data[:], warnings)
+    raw = data if isinstance(data, bytes | bytearray) else bytes(data)
+    text = _decode(raw, warnings)
     if not text.strip():
         raise EmptyTraceError("the file is empty", path=path, hint="the profiler wrote nothing; profile again")
-    doc = _load_repaired(text, path, warnings)
+    if nesting_depth(raw if _scanner is not None else text) > MAX_NESTING:
+        raise _too_deep(path)
+    try:
+        doc = _load_repaired(text, path, warnings)
+    except RecursionError:  # the check above leaves room; a caller deep in its own stack may not
+        raise _too_deep(path) from None
     if isinstance(doc, dict):
         if "traceEvents" not in doc:
             raise UnsupportedFormatError(
@@ -86,7 +111,34 @@ def parse_lenient(data: Raw, path: Path, compact: Compact) -> ParsedTrace:
             hint="traceq reads PyTorch profiler / Chrome-trace JSON",
         )
     frame, non_objects = _events_to_frame(events, clean=_needs_surrogate_cleaning(text))
-    return ParsedTrace(compact(frame), top, container, "lenient", non_objects, tuple(warnings))
+    frame, cut = cut_long_texts(frame)
+    return ParsedTrace(compact(frame), top, container, "lenient", non_objects, (*warnings, *cut_warnings(cut)))
+
+
+_STRING_TEXT: Final = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET: Final = re.compile(r"[^\[\]{}]+")
+
+
+def nesting_depth(text: str | bytes | bytearray) -> int:
+    """How deep arrays and objects nest in the JSON ``text`` (brackets inside strings aside), counted
+    without recursion, and no further than ``MAX_NESTING + 1``: by the compiled ``nesting_depth``
+    over bytes, else as the brackets' running sum."""
+    if not isinstance(text, str):
+        if _scanner is not None:
+            return _scanner.nesting_depth(text, MAX_NESTING)
+        text = text.decode("utf-8", errors="replace")
+    brackets = _NOT_BRACKET.sub("", _STRING_TEXT.sub("", text)).encode("ascii")
+    codes = np.frombuffer(brackets, dtype=np.uint8)
+    steps = np.isin(codes, (ord("["), ord("{"))).astype(np.int32) - np.isin(codes, (ord("]"), ord("}")))
+    return min(int(np.cumsum(steps).max(initial=0)), MAX_NESTING + 1)
+
+
+def _too_deep(path: Path) -> LimitExceededError:
+    return LimitExceededError(
+        f"JSON values are nested more than {MAX_NESTING} levels deep, which no trace writer does",
+        path=path,
+        hint="the file is damaged or not a trace",
+    )
 
 
 def _decode(data: bytes | bytearray, warnings: list[str]) -> str:

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from traceq.importers.kineto.raw_frame import cut_text
 from traceq.meta import GpuInfo, SourceMeta
 
 PRODUCER_KINETO: Final = "PyTorch profiler (Kineto)"
@@ -169,7 +170,7 @@ def _is_int(value: Any) -> bool:
 
 def _scalar_text(value: Any) -> str | None:
     if isinstance(value, str):
-        return value
+        return cut_text(value)  # a metadata value is bounded as a field's text is
     if isinstance(value, bool | int | float):
         return json.dumps(value)
     return None

@@ -74,6 +74,50 @@ UNCLOSED_ARRAY_WARNING: Final = (
     "the event array has no closing ']' (writer stopped early); every complete event was read"
 )
 
+MAX_TEXT_BYTES: Final = 1 << 20
+"""The longest text value (UTF-8 bytes) a field keeps; a longer one is cut (:func:`cut_text`).  The
+compiled scanner has the same limit (a test checks they agree)."""
+
+_TEXT_COLUMNS: Final = tuple(name for name, dtype in RAW_SCHEMA.items() if dtype in (pl.String(), pl.Categorical()))
+
+
+def cut_text(text: str) -> str:
+    """``text`` cut to at most :data:`MAX_TEXT_BYTES` UTF-8 bytes, before a character that does not fit
+    (the compiled scanner cuts at the same byte)."""
+    if len(text) <= MAX_TEXT_BYTES // 4:
+        return text
+    data = text.encode("utf-8", errors="surrogatepass")
+    if len(data) <= MAX_TEXT_BYTES:
+        return text
+    cut = MAX_TEXT_BYTES
+    while cut > 0 and data[cut] & 0xC0 == 0x80:
+        cut -= 1
+    return data[:cut].decode("utf-8", errors="surrogatepass")
+
+
+def cut_long_texts(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The raw frame with text values longer than :data:`MAX_TEXT_BYTES` cut (:func:`cut_text`), and
+    how many were cut (the lenient path's counterpart of the scanner's cut)."""
+    cut = 0
+    columns = {}
+    for name in _TEXT_COLUMNS:
+        long = frame.get_column(name).cast(pl.String).str.len_bytes() > MAX_TEXT_BYTES
+        n = int(long.sum())
+        if n:
+            cut += n
+            values = frame.get_column(name).cast(pl.String)
+            columns[name] = pl.Series(
+                name, [cut_text(v) if too_long else v for v, too_long in zip(values, long, strict=True)]
+            ).cast(frame.schema[name])
+    return (frame.with_columns(**columns) if columns else frame), cut
+
+
+def cut_warnings(texts_cut: int) -> tuple[str, ...]:
+    """What the parsers say of the ``texts_cut`` text values they cut to :data:`MAX_TEXT_BYTES`."""
+    if not texts_cut:
+        return ()
+    return (f"{texts_cut} text values longer than {MAX_TEXT_BYTES >> 20} MiB were cut to their first MiB",)
+
 
 @dataclass(frozen=True)
 class ParsedTrace:
@@ -133,14 +177,25 @@ def _first_wins(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+class LongInt(str):
+    """An integer literal too long for Python's ``int`` (over 4000 digits), kept as its text: read into
+    a text field it is that text (as the scanner keeps a plain integer's JSON text), into a number
+    field it is what ``float`` makes of it."""
+
+
+def _int(text: str) -> int | LongInt:
+    return int(text) if len(text) <= 4000 else LongInt(text)
+
+
 def decoder(*, strict: bool) -> json.JSONDecoder:
     """The JSON decoder both paths use for what is not read by polars (top-level keys, fallback)."""
     # NaN/Infinity are not JSON (polars refuses them); read them as null, like the repaired N/A.
-    return json.JSONDecoder(object_pairs_hook=_first_wins, strict=strict, parse_constant=lambda _: None)
+    return json.JSONDecoder(object_pairs_hook=_first_wins, strict=strict, parse_constant=lambda _: None, parse_int=_int)
 
 
 __all__ = [
     "ARG_FIELDS",
+    "MAX_TEXT_BYTES",
     "NO_TRIPLE",
     "RAW_SCHEMA",
     "TOP_FIELDS",
@@ -148,8 +203,12 @@ __all__ = [
     "UNCLOSED_ARRAY_WARNING",
     "Compact",
     "Container",
+    "LongInt",
     "ParsedTrace",
     "Triple",
+    "cut_long_texts",
+    "cut_text",
+    "cut_warnings",
     "decoder",
     "float_text",
     "triple_of_list",

@@ -18,7 +18,9 @@ fast parser too): not strict JSON, invalid UTF-8, an unpaired surrogate escape, 
 key, an element of the event array that is not an object, a string where a number is expected, an
 object or array in a text field.  A kernel's ``grid``/``block`` is read by the scanner into three
 Int32 columns when it is an ``[x, y, z]`` array; strings are left to
-:func:`~traceq.importers.kineto.raw_frame.triple_of_text`, which both paths use.
+:func:`~traceq.importers.kineto.raw_frame.triple_of_text`, which both paths use.  A text value
+longer than :data:`~traceq.importers.kineto.raw_frame.MAX_TEXT_BYTES` is cut as
+:func:`~traceq.importers.kineto.raw_frame.cut_text` cuts it, and counted (``Scanned.cut``).
 """
 
 from __future__ import annotations
@@ -114,7 +116,8 @@ class Block:
     """One scanner pass: the raw frame of its events and where the pass stopped.
 
     ``consumed`` is the offset right after the last event, or of the array's ``]`` when ``closed``;
-    ``open_end`` when the data ended after a complete event without a ``]``.
+    ``open_end`` when the data ended after a complete event without a ``]``; ``cut`` counts the
+    text values cut to ``MAX_TEXT_BYTES``.
     """
 
     frame: pl.DataFrame
@@ -122,6 +125,7 @@ class Block:
     events: int
     closed: bool
     open_end: bool
+    cut: int = 0
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,8 @@ class Scanned:
     """Per field: its values, validity bitmap and null count (None for the ``args`` holder)."""
     side: memoryview
     fixups: memoryview
+    cut: int = 0
+    """Text values cut to ``MAX_TEXT_BYTES``."""
 
 
 def scan(buf: Raw | memoryview, begin: int, limit: int, *, first: bool, spec: FieldSpec, rows_hint: int = 0) -> Scanned:
@@ -149,8 +155,8 @@ def scan(buf: Raw | memoryview, begin: int, limit: int, *, first: bool, spec: Fi
     out = _scanner.scan(buf, begin, limit, first, spec.fields, rows_hint)
     if isinstance(out, str):
         raise FastPathDeclined(out)
-    consumed, n, status, columns, side, fixups = out
-    return Scanned(begin, consumed, n, status, columns, memoryview(side), memoryview(fixups))
+    consumed, n, status, columns, side, fixups, cut = out
+    return Scanned(begin, consumed, n, status, columns, memoryview(side), memoryview(fixups), cut)
 
 
 def trim() -> None:
@@ -205,7 +211,7 @@ def to_block(buf: Raw | memoryview, scanned: Scanned, *, spec: FieldSpec, first_
     frame = pl.DataFrame(series)
     if extra.triples:
         frame = frame.update(extra.triple_frame(spec), on="idx")
-    return Block(frame, consumed, n, status == CLOSED, status == OPEN_END)
+    return Block(frame, consumed, n, status == CLOSED, status == OPEN_END, scanned.cut)
 
 
 def _dictionary(views: Buffer, n: int, validity: Buffer | None, nulls: int, variadic: list[pa.Buffer]) -> pa.Array:

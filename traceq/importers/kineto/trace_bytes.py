@@ -5,18 +5,27 @@ preallocated buffer when the content is gzip), :func:`open_trace` the same but a
 starts inflating on a helper thread (:class:`Inflating`), whose pages the parser gives back as it
 goes (:func:`move_pages`).  What the bytes hold is the parsers' business
 (:mod:`traceq.importers.kineto.fast_parser`, :mod:`traceq.importers.kineto.lenient_parser`).
+
+Gzip bombs: inflating more than :func:`inflate_limit` bytes (``max_inflate_ratio`` times the
+compressed size, :data:`DEFAULT_MAX_INFLATE_RATIO` unless ``$TRACEQ_MAX_INFLATE_RATIO`` says
+otherwise, and never less than :data:`MIN_INFLATE_LIMIT_BYTES`) is refused with
+:class:`~traceq.errors.LimitExceededError`.  Below the limit, what no parser needs is dropped as it
+inflates (the compiled ``squeeze``): runs of whitespace keep their first :data:`MAX_BLANK_RUN_BYTES`
+bytes and strings their first :data:`MAX_STRING_BYTES`, so that the memory an inflated file takes is
+that of its content, not of its padding.
 """
 
 from __future__ import annotations
 
 import gzip
 import mmap
+import os
 import threading
 import zlib
 from pathlib import Path
 from typing import Final
 
-from traceq.errors import CorruptTraceError, InputNotFoundError
+from traceq.errors import CorruptTraceError, InputNotFoundError, InvalidArgumentError, LimitExceededError
 
 try:
     # The compiled scanner's module also holds move_pages, which this stage needs (one C module
@@ -35,23 +44,55 @@ _MAX_DEFLATE_RATIO: Final = 1032
 _READ_STEP_BYTES: Final = 4 << 20
 """Gzip is inflated this many bytes at a time, so no temporary ever holds the whole file."""
 
+MAX_INFLATE_RATIO_ENV: Final = "TRACEQ_MAX_INFLATE_RATIO"
+"""Environment variable that sets the inflation limit's ratio where ``max_inflate_ratio`` is not given."""
+DEFAULT_MAX_INFLATE_RATIO: Final = 100
+"""Real Kineto traces inflate 8 to 30 times; a whitespace bomb about 1000 times."""
+MIN_INFLATE_LIMIT_BYTES: Final = 64 << 20
+"""A small file may always inflate this far (its ratio says little, and this much costs little)."""
+MAX_BLANK_RUN_BYTES: Final = 64 << 10
+"""A run of whitespace outside strings keeps this many bytes; the rest is dropped as it inflates."""
+MAX_STRING_BYTES: Final = 8 << 20
+"""A string keeps this many bytes as written (and its closing quote); the rest is dropped as it
+inflates.  Above six times the longest text value a field keeps (``MAX_TEXT_BYTES`` of the scanner,
+1 MiB: a ``\\uXXXX`` escape is six bytes for one), so that no kept value is changed by it."""
+
 MAP_MIN_BYTES: Final = 1 << 20
 _PRIVATE_ANONYMOUS: Final = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
 """Memory of this process alone (Python's default for -1 is shared memory, whose pages
 ``MADV_DONTNEED`` only unmaps: they would stay allocated)."""
 
 
-def read_trace_bytes(path: Path) -> Raw:
+def inflate_limit(compressed_bytes: int, max_inflate_ratio: float | None = None) -> tuple[int, float]:
+    """The most bytes a gzip file of ``compressed_bytes`` may inflate to, and the ratio that says so:
+    ``max_inflate_ratio`` (else ``$TRACEQ_MAX_INFLATE_RATIO``, else :data:`DEFAULT_MAX_INFLATE_RATIO`)
+    times the compressed size, at least :data:`MIN_INFLATE_LIMIT_BYTES`."""
+    ratio = max_inflate_ratio
+    if ratio is None:
+        setting = os.environ.get(MAX_INFLATE_RATIO_ENV, "").strip()
+        try:
+            ratio = float(setting) if setting else DEFAULT_MAX_INFLATE_RATIO
+        except ValueError:
+            raise InvalidArgumentError(
+                f"${MAX_INFLATE_RATIO_ENV} is {setting!r}, not a number", hint="set it to a ratio such as 1000"
+            ) from None
+    if not ratio > 0:
+        raise InvalidArgumentError(f"the inflation limit's ratio must be positive, not {ratio}")
+    return max(MIN_INFLATE_LIMIT_BYTES, int(min(ratio * compressed_bytes, 2.0**62))), ratio
+
+
+def read_trace_bytes(path: Path, *, max_inflate_ratio: float | None = None) -> Raw:
     """The file's JSON bytes, gunzipped when the content starts with the gzip magic (not by suffix).
 
     A plain file of at least :data:`MAP_MIN_BYTES` is memory-mapped read-only (no copy: its pages
-    are the page cache's); a gzip file is inflated into one preallocated ``bytearray``.
+    are the page cache's); a gzip file is inflated into one preallocated ``bytearray``, squeezed
+    and bounded as the module docstring says (``max_inflate_ratio``: see :func:`inflate_limit`).
     """
-    opened = open_trace(path)
+    opened = open_trace(path, max_inflate_ratio=max_inflate_ratio)
     return opened.whole() if isinstance(opened, Inflating) else opened
 
 
-def open_trace(path: Path) -> Raw | Inflating:
+def open_trace(path: Path, *, max_inflate_ratio: float | None = None) -> Raw | Inflating:
     """:func:`read_trace_bytes`, except that a gzip file comes back as it starts inflating (an
     :class:`Inflating`), so that its first events can be parsed while the rest inflates."""
     try:
@@ -73,15 +114,21 @@ def open_trace(path: Path) -> Raw | Inflating:
                     hint="the file is truncated or not gzip; copy it again",
                 )
             fh.seek(-4, 2)
+            limit, ratio = inflate_limit(compressed_size, max_inflate_ratio)
             # ISIZE (uncompressed size mod 2**32) is only a hint: multi-member files and files
             # over 4 GiB break it (see Inflating.whole).  Deflate cannot expand more than
-            # ~1032:1, which bounds what a damaged trailer can make us allocate.
-            size_hint = min(int.from_bytes(fh.read(4), "little"), compressed_size * _MAX_DEFLATE_RATIO)
+            # ~1032:1, and the limit bounds it further: a damaged or hostile trailer cannot make
+            # us allocate more.
+            size_hint = min(int.from_bytes(fh.read(4), "little"), compressed_size * _MAX_DEFLATE_RATIO, limit)
     except FileNotFoundError as exc:
         raise InputNotFoundError("no such file", path=path, hint="check the path") from exc
     except OSError as exc:
         raise InputNotFoundError(f"cannot be read ({exc.strerror})", path=path, hint="check permissions") from exc
-    return Inflating(path, size_hint)
+    return Inflating(path, size_hint, limit=(limit, ratio))
+
+
+class _InflatedPastLimit(Exception):
+    """The inflater's signal that the stream holds more than the limit allows."""
 
 
 class InflatedPastHint(Exception):
@@ -101,8 +148,14 @@ class Inflating:
     fault the kernel zero-fills), memory already faulted in is not.
     """
 
-    def __init__(self, path: Path, size_hint: int):
+    def __init__(self, path: Path, size_hint: int, *, limit: tuple[int, float] | None = None):
+        """Start inflating ``path`` into a buffer of ``size_hint`` bytes; ``limit`` is the most bytes
+        the stream may inflate to and the ratio that set it (:func:`inflate_limit`; None: none)."""
         self.path = path
+        self._limit = limit
+        self._inflated = 0
+        """Bytes inflated so far, before squeezing."""
+        self._squeeze_state = bytearray(64)
         # Anonymous memory, so that the parser can give back the pages it is done with (release).
         self._data: bytearray | mmap.mmap = (
             mmap.mmap(-1, size_hint, flags=_PRIVATE_ANONYMOUS) if size_hint >= MAP_MIN_BYTES else bytearray(size_hint)
@@ -137,17 +190,47 @@ class Inflating:
                     got = gz.readinto(view[at : self._writing_to])
                     if not got:
                         break
+                    end = self._squeezed(self._data, at, at + got)
                     with self._ready:
-                        self._filled += got
+                        self._filled = end
                         self._ready.notify_all()
-                rest = gz.read() if self._filled == len(self._data) else b""
-            self._rest = rest
+                rest = bytearray()
+                while self._filled == len(self._data):  # more than the trailer said: kept aside
+                    piece = bytearray(gz.read(_READ_STEP_BYTES))
+                    if not piece:
+                        break
+                    rest += memoryview(piece)[: self._squeezed(piece, 0, len(piece))]
+            self._rest = bytes(rest)
         except _INFLATE_ERRORS as exc:
             self._error = exc
         finally:
             with self._ready:
                 self._done = True
                 self._ready.notify_all()
+
+    def _squeezed(self, buf: bytearray | mmap.mmap, begin: int, end: int) -> int:
+        """Count ``buf[begin:end]`` (just inflated) against the limit and squeeze it; the end of
+        what is kept.  Runs on the inflater's thread (the compiled ``squeeze`` lets the GIL go)."""
+        self._inflated += end - begin
+        if self._limit is not None and self._inflated > self._limit[0]:
+            raise _InflatedPastLimit
+        if _scanner is None:
+            return end
+        return _scanner.squeeze(buf, begin, end, self._squeeze_state, MAX_BLANK_RUN_BYTES, MAX_STRING_BYTES)
+
+    @property
+    def strings_cut(self) -> int:
+        """Strings cut to :data:`MAX_STRING_BYTES` so far."""
+        return int.from_bytes(self._squeeze_state[40:48], "little", signed=True)
+
+    def squeeze_warnings(self) -> tuple[str, ...]:
+        """What squeezing changed that a reader should know (whitespace dropped changes nothing)."""
+        if not self.strings_cut:
+            return ()
+        return (
+            f"{self.strings_cut} strings longer than {MAX_STRING_BYTES >> 20} MiB were cut to their first "
+            f"{MAX_STRING_BYTES >> 20} MiB as the file inflated",
+        )
 
     def _held_back(self) -> bool:
         """Whether the inflater is as far ahead of the parser as :meth:`keep_ahead` allows and
@@ -198,11 +281,22 @@ class Inflating:
         self._thread.join()
         self._check()
         if self._filled < len(self._data) or self._rest:
-            # A trailer that overstated or understated the size: a copy (resizing could not be
-            # while views are held).
-            self._data = bytearray(self._data[: self._filled]) + self._rest
-            self._rest = b""
+            # A trailer that overstated or understated the size, or squeezed bytes: a copy
+            # (resizing could not be while views are held).
+            data = bytearray(memoryview(self._data)[: self._filled])
+            data += self._rest
+            self._data, self._rest = data, b""
         return self._data
+
+    def inflated(self) -> memoryview:
+        """All the inflated bytes without a copy, once the stream has ended (raises for a damaged
+        stream, and :class:`InflatedPastHint` when it is longer than its trailer said)."""
+        self.keep_ahead(None)
+        self._thread.join()
+        self._check()
+        if self._rest:
+            raise InflatedPastHint(str(self.path))
+        return memoryview(self._data)[: self._filled]
 
     @property
     def released(self) -> bool:
@@ -231,6 +325,16 @@ class Inflating:
             self._ready.notify_all()
 
     def _check(self) -> None:
+        if isinstance(self._error, _InflatedPastLimit) and self._limit is not None:
+            limit, ratio = self._limit
+            raise LimitExceededError(
+                f"gzip content inflates to more than {limit >> 20:,} MiB, the limit for a file of its size "
+                f"({ratio:g} times the size, at least {MIN_INFLATE_LIMIT_BYTES >> 20} MiB): a gzip bomb, or a "
+                "trace far more repetitive than profilers write",
+                path=self.path,
+                hint=f"if the trace is genuine, raise the limit: {MAX_INFLATE_RATIO_ENV}={10 * ratio:g} "
+                "(max_inflate_ratio= in Python)",
+            )
         if self._error is not None:
             raise CorruptTraceError(
                 f"gzip stream is damaged ({self._error})",
@@ -258,8 +362,8 @@ def _inflate_errors() -> tuple[type[BaseException], ...]:
     return (OSError, EOFError, zlib.error, IsalError)  # type: ignore[return-value]  # its stub types the class as an instance
 
 
-_INFLATE_ERRORS: Final = _inflate_errors()
-"""What a damaged gzip stream raises while it inflates."""
+_INFLATE_ERRORS: Final[tuple[type[BaseException], ...]] = (*_inflate_errors(), _InflatedPastLimit)
+"""What a damaged gzip stream raises while it inflates (and the inflater's own limit)."""
 
 
 def move_pages(buf: mmap.mmap, begin: int, end: int, target: int) -> bool:

@@ -6,7 +6,8 @@ The work is split by stage, one module each, data flowing down this list (each m
 from those above it; an import-linter contract in ``pyproject.toml`` keeps it so):
 
 * :mod:`~traceq.importers.nsys.column_reader` (over the compiled ``_column_reader``) -- integer
-  columns of an SQLite query straight into Arrow buffers;
+  columns of an SQLite query straight into Arrow buffers; :mod:`~traceq.importers.nsys.wal` -- a
+  WAL-mode export with transactions not yet checkpointed, read from a private checkpointed copy;
 * :mod:`~traceq.importers.nsys.export_db` -- read-only access to the export: tables, columns, bulk
   reads in chunks on a few threads, ``StringIds`` look-ups;
 * :mod:`~traceq.importers.nsys.strings` -- names resolved once per distinct ``StringIds`` id;

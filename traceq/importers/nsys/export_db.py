@@ -3,7 +3,9 @@
 This module owns everything that touches SQLite for the nsys importer:
 
 * opening the file through a ``file:...?mode=ro&immutable=1`` URI, so that nothing is ever written
-  (not even a journal), and translating SQLite failures into :class:`~traceq.errors.CorruptTraceError`;
+  (not even a journal), a WAL-mode file with uncheckpointed frames through a private checkpointed
+  copy (:mod:`traceq.importers.nsys.wal`), and translating SQLite failures (and error messages
+  that quote bytes which are not UTF-8) into :class:`~traceq.errors.CorruptTraceError`;
 * resolving table names (``NAME`` exactly, else the highest ``NAME_V<n>``), and probing columns with
   ``PRAGMA table_info`` so callers select only what this export has;
 * bulk reads of whole columns into polars frames, with no Python loop per row, by two backends
@@ -12,7 +14,8 @@ This module owns everything that touches SQLite for the nsys importer:
   twice as fast as ADBC), for everything else the ADBC SQLite driver (``adbc-driver-sqlite``, a
   dependency: Arrow-native and about three times faster than ``sqlite3``).  The standard library's
   ``sqlite3`` reads only a result that holds text that is not valid UTF-8 (which it decodes
-  lossily; ADBC would hand it to polars unchecked), and the small metadata reads;
+  lossily, each bad byte a U+FFFD, counted in :attr:`ExportDb.invalid_utf8`; ADBC would hand it to
+  polars unchecked), and the small metadata reads;
 * :meth:`ExportDb.read_chunks`: a large table as consecutive ``rowid`` ranges, read ahead on a few
   threads (both backends release the GIL, so they run on separate cores) and handed over in file
   order, so that a caller converts one chunk while the next ones are read and no table is ever held
@@ -52,6 +55,7 @@ from traceq.importers.nsys.column_reader import (
     compiled_reader_available,
     is_compiled_error,
 )
+from traceq.importers.nsys.wal import CheckpointedCopy, checkpointed_copy
 
 ColumnSpec = Mapping[str, pl.DataType]
 """Columns to read: name -> the dtype the caller wants (``pl.Int64()`` or ``pl.String()``)."""
@@ -95,12 +99,18 @@ class ExportDb:
     """Logical table name -> the ``_V<n>`` table that stood in for it (only where one did)."""
     declined: list[str] = field(default_factory=list)
     """Why the compiled reader declined chunks (each was read through ADBC instead)."""
+    lossy: _LossyDecoder = field(default_factory=lambda: _LossyDecoder())
+    """Its ``replaced``: text values read so far that were not valid UTF-8."""
+    copy: CheckpointedCopy | None = None
+    """The checkpointed copy read instead of a WAL-mode file with frames not yet in it (else None)."""
     _columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _readers: _ChunkReaders | None = None
 
     def close(self) -> None:
         self.done_reading()
         self.conn.close()
+        if self.copy is not None:
+            self.copy.close()
 
     def done_reading(self) -> None:
         """Stop the read-ahead threads and free what the compiled reader keeps for its next read
@@ -187,7 +197,7 @@ class ExportDb:
             with _translating_errors(self.path):
                 frame = next(pieces)
                 if frame is None:  # text that is not valid UTF-8
-                    frame = _fetch_sqlite3(self.conn, sql, selected)
+                    frame = _fetch_sqlite3(self.conn, sql, selected, self.lossy)
             yield self._typed(frame, selected).with_columns(missing).select(list(spec))
 
     def _rowid_bounds(self, table: str, chunk_rows: int) -> tuple[int, int] | None:
@@ -195,7 +205,7 @@ class ExportDb:
         try:  # one aggregate per query: SQLite answers each from one end of the b-tree, not a scan
             (lo,) = self.conn.execute(f"SELECT MIN(rowid) FROM {_quote(table)}").fetchone()
             (hi,) = self.conn.execute(f"SELECT MAX(rowid) FROM {_quote(table)}").fetchone()
-        except sqlite3.Error:
+        except (sqlite3.Error, UnicodeDecodeError):
             return None  # a view or a WITHOUT ROWID table: no rowid to range over
         if not isinstance(lo, int) or not isinstance(hi, int) or hi - lo < chunk_rows:
             return None
@@ -208,7 +218,7 @@ class ExportDb:
         with _translating_errors(self.path):
             frame = _fetch_adbc(self.uri, sql, spec)
             if frame is None:  # text that is not valid UTF-8
-                frame = _fetch_sqlite3(self.conn, sql, spec)
+                frame = _fetch_sqlite3(self.conn, sql, spec, self.lossy)
         return self._typed(frame, spec)
 
     def _typed(self, frame: pl.DataFrame, spec: ColumnSpec) -> pl.DataFrame:
@@ -321,23 +331,37 @@ def _usable_cpus() -> int:
 
 
 def open_export(path: Path) -> ExportDb:
-    """Open ``path`` read-only and list its tables; :class:`CorruptTraceError` if SQLite cannot read it."""
-    uri = sqlite_uri(path)
+    """Open ``path`` read-only and list its tables; :class:`CorruptTraceError` if SQLite cannot read it.
+
+    A WAL-mode file with frames not yet checkpointed is read from a checkpointed copy (see
+    :mod:`traceq.importers.nsys.wal`); errors still name ``path``."""
+    try:
+        with _translating_errors(path):
+            copy = checkpointed_copy(path)
+    except OSError as exc:
+        raise _corrupt(path, exc) from exc
+    uri = sqlite_uri(copy.path if copy is not None else path)
     try:
         conn = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:
+        if copy is not None:
+            copy.close()
         raise _corrupt(path, exc) from exc
     # Exports can hold text that is not valid UTF-8 (observed in TARGET_INFO_SYSTEM_ENV of a 2022
     # export); one bad byte must not make the whole file unreadable.  The bulk reads switch to this
     # slower decoder only when the strict one fails (see _fetch_sqlite3).
-    conn.text_factory = _decode_lossy
+    lossy = _LossyDecoder()
+    conn.text_factory = lossy
     try:
         with _translating_errors(path):
             names = conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
     except CorruptTraceError:
         conn.close()
+        if copy is not None:
+            copy.close()
         raise
-    return ExportDb(path=path, uri=uri, conn=conn, tables=frozenset(str(n) for (n,) in names))
+    tables = frozenset(str(n) for (n,) in names)
+    return ExportDb(path=path, uri=uri, conn=conn, tables=tables, lossy=lossy, copy=copy)
 
 
 def reader_backend() -> str:
@@ -347,8 +371,19 @@ def reader_backend() -> str:
     return "compiled" if compiled_reader_available() else "adbc"
 
 
-def _decode_lossy(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace")
+class _LossyDecoder:
+    """``sqlite3``'s text factory for text that may not be UTF-8: each bad byte becomes U+FFFD, and
+    the values that held one are counted."""
+
+    def __init__(self) -> None:
+        self.replaced = 0
+
+    def __call__(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.replaced += 1
+            return raw.decode("utf-8", errors="replace")
 
 
 def _quote(identifier: str) -> str:
@@ -357,6 +392,8 @@ def _quote(identifier: str) -> str:
 
 def _corrupt(path: Path, exc: BaseException) -> CorruptTraceError:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+    if isinstance(exc, UnicodeDecodeError):
+        first = "its schema is damaged: SQLite's error quotes bytes that are not UTF-8"
     return CorruptTraceError(
         f"cannot be read as SQLite ({first})",
         path=path,
@@ -368,7 +405,8 @@ def _corrupt(path: Path, exc: BaseException) -> CorruptTraceError:
 def _translating_errors(path: Path) -> Iterator[None]:
     try:
         yield
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        # UnicodeDecodeError: SQLite's message quoted bytes of a damaged schema that are not UTF-8.
         raise _corrupt(path, exc) from exc
     except Exception as exc:
         # The ADBC driver reports SQLite errors as its own DB-API errors, or as OSError from the
@@ -379,17 +417,17 @@ def _translating_errors(path: Path) -> Iterator[None]:
         raise
 
 
-def _fetch_sqlite3(conn: sqlite3.Connection, sql: str, spec: ColumnSpec) -> pl.DataFrame:
+def _fetch_sqlite3(conn: sqlite3.Connection, sql: str, spec: ColumnSpec, lossy: _LossyDecoder) -> pl.DataFrame:
     conn.text_factory = str  # strict C-level decoding: no Python call per text value
     try:
         rows = conn.execute(sql).fetchall()
     except sqlite3.OperationalError as exc:
         if "decode" not in str(exc):
             raise
-        conn.text_factory = _decode_lossy
+        conn.text_factory = lossy
         rows = conn.execute(sql).fetchall()
     finally:
-        conn.text_factory = _decode_lossy
+        conn.text_factory = lossy
     try:
         return pl.DataFrame(rows, schema=dict(spec), orient="row")
     except (TypeError, pl.exceptions.PolarsError) as exc:

@@ -21,7 +21,9 @@ NVTX_EVENTS                          range/instant ``metadata``, ``unterminated 
 :data:`NOT_IMPORTED_TABLES`          --           ``table not imported`` (all rows)
 ==================================== ============ =============================================
 
-Rows of any table whose start/end is missing or inverted are skipped as ``invalid interval``.
+Rows of any table whose start/end is missing or inverted are skipped as ``invalid interval``; a
+row equal in every column to an earlier one as ``exact duplicate``
+(:mod:`traceq.importers.duplicates`).
 ``docs/importers-nsys.md`` describes the per-version differences this handles.
 """
 
@@ -35,6 +37,7 @@ import polars as pl
 
 from traceq import schema
 from traceq.errors import InputNotFoundError, UnsupportedFormatError, UnsupportedVersionError
+from traceq.importers.duplicates import count_duplicates, drop_exact_duplicates
 from traceq.importers.event_rows import EventRows
 from traceq.importers.nsys import export_db
 from traceq.importers.nsys import meta as export_meta
@@ -208,10 +211,19 @@ class _Import:
                 self._keep(counts.add(nvtx_raw.height, convert_nvtx(nvtx_raw, self.strings)), NVTX)
         self._count_not_imported()
         self.db.done_reading()  # before the sort: the raw chunks' memory goes back as it is freed
+        if self.db.lossy.replaced:
+            self.warnings.append(
+                f"{self.db.lossy.replaced} text values were not valid UTF-8; each invalid byte reads as U+FFFD"
+            )
+        if self.db.copy is not None:
+            self.warnings.append("the export is in WAL mode with transactions not yet checkpointed; they were read")
 
         if self.gpu_rows == 0:
             self.warnings.insert(0, "no GPU activity in this capture (no kernels, memcpys or memsets)")
-        events = self._events()
+        events, dropped = drop_exact_duplicates(self._events())
+        if dropped.height:  # each row's category is its table: the stats category
+            tally = dropped.group_by("category").len().iter_rows()
+            self.counts = list(count_duplicates(self.counts, {str(c): n for c, n in tally}))
         env = export_meta.launch_env(self.db)
         env_rank = self._env_rank(env, events)
         if env_rank is not None:
