@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Sequence
 
 from traceq.analyses.model import DeviceBreakdown, Finding
-from traceq.diff.decompose import decompose, device_parts, side_mean, steady_steps, step_stats
+from traceq.diff.decompose import decompose, device_parts, side_mean, steady_durations, step_stats
 from traceq.diff.kernels import is_complete, kernel_diff
 from traceq.diff.model import DevicePair, Diff, FindingChange, HostPace, MfuChange, SideInfo, StepStats
 from traceq.diff.sides import Side, measured, pair_devices, world_size
@@ -77,10 +77,6 @@ def _side_warnings(side: Side, model_given: bool) -> list[str]:
     return out
 
 
-def _steps(report: Report, devices: Sequence[DeviceBreakdown]) -> list[int]:
-    return [s.dur_ns for d in devices for s in steady_steps(report, d)]
-
-
 def _info(side: Side) -> SideInfo:
     report = side.report
     devices = measured(report)
@@ -91,7 +87,7 @@ def _info(side: Side) -> SideInfo:
         files=tuple(f.path for f in report.source.files),
         devices=len(devices),
         world_size=world_size(report),
-        steps=step_stats(_steps(report, devices), mean),
+        steps=step_stats(steady_durations(report, devices), mean),
         kernel_names=report.kernel_names,
         kernels_listed=len(report.kernels),
     )
@@ -99,7 +95,7 @@ def _info(side: Side) -> SideInfo:
 
 def _device_stats(report: Report, device: DeviceBreakdown) -> StepStats:
     parts = device_parts(device)
-    return step_stats(_steps(report, [device]), side_mean([parts])["step"])
+    return step_stats(steady_durations(report, [device]), side_mean([parts])["step"])
 
 
 def pace(device: DeviceBreakdown) -> HostPace:

@@ -93,6 +93,11 @@ def steady_steps(report: Report, device: DeviceBreakdown) -> list[StepBreakdown]
     return mine if len(steady) != device.steady.windows and len(mine) == device.steady.windows else steady
 
 
+def steady_durations(report: Report, devices: Sequence[DeviceBreakdown]) -> list[int]:
+    """The durations of the ``devices``' steady step windows (ns), device after device."""
+    return [s.dur_ns for d in devices for s in steady_steps(report, d)]
+
+
 def step_stats(durations_ns: Sequence[int], mean_ns: Fraction | float) -> StepStats:
     """The spread of steady step durations (percentiles interpolate linearly, numpy's default)."""
     n = len(durations_ns)

@@ -1,5 +1,7 @@
 """The terminal diff of a :class:`~traceq.diff.model.Diff`, readable in 80 columns (as ``traceq report``'s).
 
+Every string a trace or a saved report put in (names, titles, the verdict and warnings that quote
+them) goes through :func:`~traceq.units.printable` before it is styled, as in ``traceq report``.
 The sides, the verdict, the warnings, the step decomposed (only the parts either side has), the
 devices paired, the kernels with the largest change and the classes that changed, launches and
 syncs, the findings compared, MFU.  Headings carry ANSI bold (``click.unstyle`` removes it).
@@ -14,7 +16,7 @@ import click
 
 from traceq.diff.labels import FINDING_LABELS, PART_LABELS, pair_label, signed_ns, signed_share
 from traceq.diff.model import Decomposition, Diff, HostPace, KernelChange, SideInfo, StepStats
-from traceq.units import format_ns, format_share, short_kernel_name, shorten
+from traceq.units import format_ns, format_share, printable, short_kernel_name, shorten
 
 WIDTH: Final = 80
 KERNEL_ROWS: Final = 10
@@ -34,11 +36,11 @@ def _wrapped(text: str, indent: str = "  ", first: str | None = None) -> list[st
 def render_diff_text(diff: Diff) -> str:
     """The whole terminal diff, ending with a newline."""
     lines = [_heading("traceq diff"), *_side("before", diff.before), *_side("after", diff.after), ""]
-    lines += [_heading("verdict"), *_wrapped(diff.verdict)]
+    lines += [_heading("verdict"), *_wrapped(printable(diff.verdict))]
     if diff.warnings:
         lines.append("")
         for w in diff.warnings:
-            lines += _wrapped(w, "    ", "  " + click.style("!", fg="yellow", bold=True) + " ")
+            lines += _wrapped(printable(w), "    ", "  " + click.style("!", fg="yellow", bold=True) + " ")
     lines += ["", *_decomposition(diff.decomposition, diff.before.steps, diff.after.steps)]
     if len(diff.devices) > 1 or any(" -> " in pair_label(p) for p in diff.devices):
         lines += ["", *_devices(diff)]
@@ -61,7 +63,7 @@ def _side(role: str, side: SideInfo) -> list[str]:
     world = f", world size {side.world_size}" if side.world_size is not None else ""
     saved = "saved report: " if side.saved_report else ""
     return [
-        shorten(f"  {role:<7}{saved}{side.name}", WIDTH),
+        shorten(printable(f"  {role:<7}{saved}{side.name}"), WIDTH),
         f"         {side.devices} device(s), {side.steps.count} steady step(s){world}",
     ]
 
@@ -83,7 +85,9 @@ def _decomposition(d: Decomposition, before: StepStats, after: StepStats) -> lis
     for t in d.terms:
         if t.before_ns or t.after_ns:
             label = PART_LABELS[t.key] if t.key in ("compute", "exposed_comm", "unaccounted") else f"idle: {t.key}"
-            out.append(f"    {label:<25}{format_ns(t.before_ns):>12}{format_ns(t.after_ns):>12}{signed_ns(t.delta_ns):>12}")
+            out.append(
+                f"    {label:<25}{format_ns(t.before_ns):>12}{format_ns(t.after_ns):>12}{signed_ns(t.delta_ns):>12}"
+            )
     rows = (("median step", before.median_ns, after.median_ns), ("p10 step", before.p10_ns, after.p10_ns))
     for label, b, a in (*rows, ("p90 step", before.p90_ns, after.p90_ns)):
         if b is not None and a is not None:
@@ -137,7 +141,7 @@ def _kernels(diff: Diff) -> list[str]:
             f"{format_ns(c.per_step_after_ns):>10} {_count(c, windows):>9} {c.status:<9} "
         )
         name = c.name if c.matched_by == "normalised name" else short_kernel_name(c.name, 200)
-        out.append(row + shorten(name, WIDTH - len(row)))
+        out.append(row + shorten(printable(name), WIDTH - len(row)))
     if not moved:
         out.append("  no kernel's time per step changed")
     elif len(moved) > KERNEL_ROWS:
@@ -145,11 +149,11 @@ def _kernels(diff: Diff) -> list[str]:
     classes = [c for c in k.classes if c.delta_per_step_ns or c.removed or c.added]
     if classes:
         out.append(f"  {'by class':<14}{'before':>10}{'after':>10}{'change':>11}  names")
-        for c in classes:
-            names = f"{c.removed} removed, {c.added} added" if c.removed or c.added else ""
+        for cc in classes:
+            names = f"{cc.removed} removed, {cc.added} added" if cc.removed or cc.added else ""
             out.append(
-                f"  {c.kernel_class:<14}{format_ns(c.per_step_before_ns):>10}{format_ns(c.per_step_after_ns):>10}"
-                f"{signed_ns(c.delta_per_step_ns):>11}  {names}"
+                f"  {cc.kernel_class:<14}{format_ns(cc.per_step_before_ns):>10}{format_ns(cc.per_step_after_ns):>10}"
+                f"{signed_ns(cc.delta_per_step_ns):>11}  {names}"
             )
     return out
 
@@ -178,5 +182,5 @@ def _findings(diff: Diff) -> list[str]:
         before = f"{f.severity_before} {format_share(f.share_before)}" if f.share_before is not None else "-"
         after = f"{f.severity_after} {format_share(f.share_after)}" if f.share_after is not None else "-"
         label = FINDING_LABELS.get(f.id, f.id)
-        out.append(shorten(f"  {f.status:<10}{label:<24}{before:>14} -> {after}", WIDTH))
+        out.append(shorten(printable(f"  {f.status:<10}{label:<24}{before:>14} -> {after}"), WIDTH))
     return out

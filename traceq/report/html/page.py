@@ -156,6 +156,11 @@ def _plotly_element(cdn: bool) -> Markup:
     return Markup(f"<script>{safe}</script>")
 
 
+def traceq_version() -> str:
+    """The installed traceq's version, as the page's footer and generator tag show it."""
+    return _version()
+
+
 def _version() -> str:
     try:
         return metadata.version("traceq")
