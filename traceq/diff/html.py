@@ -29,7 +29,7 @@ from traceq.report.html.page import PLOTLY_CONFIG, plotly_element, script_json, 
 from traceq.report.html.sections_overview import Verdict
 from traceq.report.html.tables import Cell, Column, Row, Table, name_cell, num, row, table
 from traceq.report.html.templating import build_environment, report_templates
-from traceq.units import format_ns, format_share, short_kernel_name
+from traceq.units import format_ns, format_share
 
 KERNEL_ROWS: Final = 50
 DEVICE_ROWS: Final = 64
@@ -143,10 +143,6 @@ def _delta(value: float, *, step: bool = False) -> Cell:
     return num(signed_ns(value), cls="hi" if step and value > 0 else "")
 
 
-def _part_label(key: str) -> str:
-    return PART_LABELS[key] if key in ("compute", "exposed_comm", "unaccounted") else f"idle: {PART_LABELS[key]}"
-
-
 def _step(diff: Diff, drawn: bool) -> Block:
     d, b, a = diff.decomposition, diff.before.steps, diff.after.steps
     share = signed_share(d.delta_share) if d.delta_share is not None else ""
@@ -156,7 +152,7 @@ def _step(diff: Diff, drawn: bool) -> Block:
         if t.before_ns or t.after_ns:
             rows.append(
                 row(
-                    Cell(_part_label(t.key)),
+                    Cell(PART_LABELS[t.key]),
                     num(format_ns(t.before_ns)),
                     num(format_ns(t.after_ns)),
                     _delta(t.delta_ns),
@@ -249,7 +245,7 @@ def _kernels(diff: Diff, drawn: bool) -> Block:
     )
     rows = [
         row(
-            name_cell(c.name if c.matched_by == "normalised name" else short_kernel_name(c.name, 400)),
+            name_cell(c.name),
             Cell(c.status),
             Cell(c.kernel_class),
             num(format_ns(c.per_step_before_ns)),

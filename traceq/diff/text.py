@@ -84,7 +84,7 @@ def _decomposition(d: Decomposition, before: StepStats, after: StepStats) -> lis
     )
     for t in d.terms:
         if t.before_ns or t.after_ns:
-            label = PART_LABELS[t.key] if t.key in ("compute", "exposed_comm", "unaccounted") else f"idle: {t.key}"
+            label = PART_LABELS[t.key]
             out.append(
                 f"    {label:<25}{format_ns(t.before_ns):>12}{format_ns(t.after_ns):>12}{signed_ns(t.delta_ns):>12}"
             )
