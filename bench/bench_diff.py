@@ -17,6 +17,8 @@ machine weighs on each alike), the median wall time of each kept:
 - ``report before`` and ``report after``: ``traceq.report(path)`` from the cache;
 - ``diff``: ``traceq.diff(before, after)`` from the cache (both sides reported, every kernel name
   listed, then compared);
+- ``compare``: what the diff adds to the two reports: :func:`traceq.diff.compare.diff_sides` on the
+  two sides already reported (decomposition, kernel matching, findings, verdict);
 - ``render``: the diff's terminal text, HTML page and JSON.
 
 The claim holds when ``diff`` ÷ (``report before`` + ``report after``) is at most about 1: the
@@ -41,7 +43,9 @@ import make_big  # bench/ is on sys.path (this script's folder)
 
 import traceq
 from traceq.cache import Cache
+from traceq.diff.compare import diff_sides
 from traceq.diff.html import render_diff_html
+from traceq.diff.sides import ALL_KERNELS, Side
 from traceq.diff.text import render_diff_text
 
 BENCH = Path(__file__).resolve().parent
@@ -87,6 +91,13 @@ def main(argv: list[str] | None = None) -> int:
         def diff() -> None:
             holder["diff"] = traceq.diff(before, after, cache=cache)
 
+        # the sides as the diff reports them (every kernel name listed), for the comparison alone
+        holder["diff_before"] = traceq.report(before, cache=cache, top_kernels=ALL_KERNELS)
+        holder["diff_after"] = traceq.report(after, cache=cache, top_kernels=ALL_KERNELS)
+
+        def compare() -> None:
+            diff_sides(Side("before", "before", holder["diff_before"]), Side("after", "after", holder["diff_after"]))
+
         def render() -> None:
             d = holder["diff"]
             render_diff_text(d)
@@ -97,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             "report before": lambda: traceq.report(before, cache=cache),
             "report after": lambda: traceq.report(after, cache=cache),
             "diff": diff,
+            "compare": compare,
             "render": render,
         }
         rows = medians_s(works, args.repeats)
