@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -139,6 +139,10 @@ def read_budget_file(path: Path) -> Budgets:
     return budgets_of(table, source=path)
 
 
+PartNs = Callable[[DeviceBreakdown], int]
+"""A part of a device's steady totals, in ns."""
+
+
 @dataclass(frozen=True)
 class BudgetResult:
     """One budget checked: its name and limit as written, whether it held, and the figure."""
@@ -164,7 +168,7 @@ class CheckResult:
         return all(r.held for r in self.results)
 
 
-def _worst(devices: Sequence[DeviceBreakdown], part_ns: Any) -> tuple[float, DeviceBreakdown]:
+def _worst(devices: Sequence[DeviceBreakdown], part_ns: PartNs) -> tuple[float, DeviceBreakdown]:
     shares = [(part_ns(d) / d.steady.dur_ns, d) for d in devices]
     return max(shares, key=lambda x: x[0])
 
@@ -178,9 +182,7 @@ def _on(devices: Sequence[DeviceBreakdown], d: DeviceBreakdown) -> str:
     return f" on {where}, the worst of {len(devices)} devices" if len(devices) > 1 else f" on {where}"
 
 
-def _share_limit(
-    name: str, limit: float, report: Report, devices: Sequence[DeviceBreakdown], what: str, part: Any
-) -> BudgetResult:
+def _share_limit(name: str, limit: float, devices: Sequence[DeviceBreakdown], what: str, part: PartNs) -> BudgetResult:
     share, d = _worst(devices, part)
     figure = f"{what} {format_share(share)} of the steady step{_on(devices, d)}"
     return BudgetResult(name, format_share(limit), share <= limit, figure, share)
@@ -204,12 +206,11 @@ def check_budgets(
         raise InvalidArgumentError("has no GPU device with steady step time: no budget can be checked", path=names[0])
     out: list[BudgetResult] = []
     if budgets.max_idle is not None:
-        out.append(_share_limit("max_idle", budgets.max_idle, report, devices, "GPU idle", _idle_ns))
+        out.append(_share_limit("max_idle", budgets.max_idle, devices, "GPU idle", _idle_ns))
     if budgets.max_exposed_comm is not None:
         exposed = _share_limit(
             "max_exposed_comm",
             budgets.max_exposed_comm,
-            report,
             devices,
             "exposed communication",
             lambda d: d.steady.exposed_comm_ns,
