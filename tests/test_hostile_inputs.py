@@ -1,10 +1,12 @@
 """Hostile inputs at the command line: every one gives a result or one ``traceq: error:`` line.
 
-Specification (issue 14): each input below (and each hostile file name at the end), built here from the shipped samples (nothing large is
+Specification (issue 14): each input below, built here from the shipped samples (nothing large is
 committed; bombs are small files that inflate far), makes ``traceq info`` either succeed or print
 exactly one line ``traceq: error: <the file>: ...`` on stderr with the bad-input exit code -- never
 a traceback, never exit 70 ("internal error") or 3 ("a traceq bug") -- and leaves the input's bytes,
-its modification time and its folder's listing as they were.
+its modification time and its folder's listing as they were.  A good trace under a hostile file
+name (a leading dash, a newline, markup, shell syntax, an escape sequence) is reported, and its
+name never acts: escaped in the terminal and the HTML, never run, never taken for an option.
 """
 
 from __future__ import annotations
