@@ -33,9 +33,9 @@ def imports(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     seen: list[Path] = []
     real = loading_module.read_file
 
-    def counting(path: Path, fmt: Any = None) -> Any:
+    def counting(path: Path, fmt: Any = None, **options: Any) -> Any:
         seen.append(path)
-        return real(path, fmt)
+        return real(path, fmt, **options)
 
     monkeypatch.setattr(loading_module, "read_file", counting)
     return seen

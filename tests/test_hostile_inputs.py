@@ -4,7 +4,9 @@ Specification (issue 14): each input below, built here from the shipped samples 
 committed; bombs are small files that inflate far), makes ``traceq info`` either succeed or print
 exactly one line ``traceq: error: <the file>: ...`` on stderr with the bad-input exit code -- never
 a traceback, never exit 70 ("internal error") or 3 ("a traceq bug") -- and leaves the input's bytes,
-its modification time and its folder's listing as they were.
+its modification time and its folder's listing as they were.  A good trace under a hostile file
+name (a leading dash, a newline, markup, shell syntax, an escape sequence) is reported, and its
+name never acts: escaped in the terminal and the HTML, never run, never taken for an option.
 """
 
 from __future__ import annotations
@@ -251,3 +253,38 @@ def test_a_dev_zero_with_a_forced_format_is_refused_at_once() -> None:
     result = CliRunner().invoke(cli, ["info", "--no-cache", "--input-format", "kineto-json", "/dev/zero"])
     assert result.exit_code == BAD_INPUT_EXIT
     assert result.stderr.startswith("traceq: error: /dev/zero: is a character device")
+
+
+HOSTILE_NAMES = {
+    "starts with a dash": "-rank0.pt.trace.json.gz",
+    "holds a newline": "rank\n0.pt.trace.json.gz",
+    "holds markup": "<img src=x onerror=alert(1)>.pt.trace.json.gz",
+    "holds shell syntax": "$(touch pwned); rm -rf x.pt.trace.json.gz",
+    "not ASCII": "ränk 名前 0.pt.trace.json.gz",
+    "holds an escape sequence": "\x1b[2Jrank0.pt.trace.json.gz",
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_NAMES))
+def test_a_trace_under_a_hostile_file_name_is_reported_and_its_name_never_acts(case: str, tmp_path: Path) -> None:
+    folder = tmp_path / "input"
+    folder.mkdir()
+    path = folder / HOSTILE_NAMES[case]
+    shutil.copyfile(KINETO, path)
+    before = _snapshot(folder)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    result = CliRunner().invoke(
+        cli,
+        ["report", "--no-cache", "-o", str(out / "r.html"), "--json", str(out / "r.json"), "--", str(path)],
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    assert "\x1b[2J" not in result.stdout and "\n0.pt.trace" not in result.stdout
+    page = (out / "r.html").read_text()
+    assert "<img src=x" not in page
+    assert json.loads((out / "r.json").read_text())["devices"]
+    assert _snapshot(folder) == before
+    assert not (Path.cwd() / "pwned").exists() and sorted(p.name for p in out.iterdir()) == ["r.html", "r.json"]

@@ -66,8 +66,8 @@ class _GatedGzip:
             raise AssertionError("the test never opened the gate")
         return self._inner.readinto(view)
 
-    def read(self) -> bytes:
-        return self._inner.read()
+    def read(self, size: int = -1) -> bytes:
+        return self._inner.read(size)
 
 
 def test_an_inflater_held_to_a_distance_waits_for_the_parser_and_never_deadlocks(
