@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tracegen import build_timeline, preset, write_kineto_json, write_kineto_ranks, write_nsys_sqlite
+from tracegen.planned.scenarios.pairs import BY_PAIR
 
 HERE = Path(__file__).resolve().parent
 SAMPLES = (
@@ -30,6 +31,8 @@ SAMPLES = (
     "ranks/rank1.pt.trace.json.gz",
     "ranks/rank2.pt.trace.json.gz",
     "ranks/rank3.pt.trace.json.gz",
+    "before_after/input_stall.pt.trace.json.gz",
+    "before_after/input_ready.pt.trace.json.gz",
 )
 """Every generated file, relative to the samples folder."""
 
@@ -41,6 +44,10 @@ def write_samples(directory: Path) -> list[Path]:
     write_nsys_sqlite(single, directory / "training_step.nsys.sqlite")
     write_kineto_json(single, directory / "training_step.pt.trace.json.gz", rank=0)
     write_kineto_ranks(build_timeline(preset("straggler_job")), directory / "ranks")
+    # traceq diff's example: issue 15's planned pair "input stall fixed" (the change known to the ns).
+    pair = BY_PAIR["input_stall_fixed"]
+    for scenario in (pair.before, pair.after):
+        scenario.build().write(directory / "before_after", "kineto")
     return [directory / name for name in SAMPLES]
 
 

@@ -1,7 +1,7 @@
 """The files derived from code and checked in, ``schemas/*.json`` and ``docs/cli.md``, and their writer.
 
-Run ``python scripts/generate_docs.py`` after changing the event schema, the report schema or a
-command's ``--help``.  ``tests/test_generated_files.py`` loads this script, regenerates the files
+Run ``python scripts/generate_docs.py`` after changing the event schema, the report or diff schema or
+a command's ``--help``.  ``tests/test_generated_files.py`` loads this script, regenerates the files
 in memory with :func:`generated_files` and fails until the checked-in copies are up to date, so
 they cannot drift from the code.
 """
@@ -81,11 +81,13 @@ before importing anything (`traceq/outputs.py`):
 
 def generated_files() -> dict[str, str]:
     """Repository-relative path -> expected content."""
+    from traceq.diff.model import diff_json_schema
     from traceq.report.model import report_json_schema
 
     files = {
         "schemas/events.schema.json": schema.json_schema_text(),
         "schemas/report.schema.json": json.dumps(report_json_schema(), indent=2, sort_keys=True) + "\n",
+        "schemas/diff.schema.json": json.dumps(diff_json_schema(), indent=2, sort_keys=True) + "\n",
         "docs/cli.md": cli_reference(),
     }
     return files

@@ -110,3 +110,19 @@ def test_the_scaling_lines_recover_the_line_the_measurements_lie_on(monkeypatch:
     text = run.scaling_table(results)
     assert "least squares: 4.00 s/GB + 0.30 s, R² = 1.000" in text
     assert "peak RSS: 1.25 MiB per MB of JSON + 150 MiB" in text
+
+
+def test_the_diff_benchmark_runs_at_its_smallest_size(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "bench_diff.py"), "--mb", "1", "--repeats", "1", "--work-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = ("| report before |", "| report after |", "| diff |", "| compare |", "| render |", "| diff ÷ (report")
+    for row in rows:
+        assert row in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kineto-compact-1MB.json", "kineto-pretty-1MB.json"]

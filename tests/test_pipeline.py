@@ -59,6 +59,7 @@ def whole_table(
         steps=analysis.steps,
         gaps=analysis.gaps,
         kernels=analysis.kernels,
+        kernel_names=analysis.kernel_totals.height,
         findings=findings,
         caveats=caveats,
         withheld_findings=withheld,

@@ -8,6 +8,7 @@ import shlex
 import shutil
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -76,7 +77,7 @@ def inputs_of(folder: Path) -> dict[Path, tuple[bytes, int]]:
 def test_the_readme_has_the_examples_this_file_checks() -> None:
     examples = shell_examples()
     assert len(examples) >= 7
-    assert {words[0] for words in examples} == {"report", "info", "events", "convert"}
+    assert {words[0] for words in examples} == {"report", "info", "events", "convert", "diff", "check"}
     assert sum("--params" in words for words in examples) == 1
 
 
@@ -86,13 +87,17 @@ def test_every_shell_example_runs_on_the_shipped_samples(words: list[str], sampl
     result = CliRunner().invoke(cli, words)
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() and result.stderr == ""
-    written = [words[i + 1] for i, word in enumerate(words) if word in ("-o", "--json")]
+    written = [words[i + 1] for i, word in enumerate(words) if word in ("-o", "--json", "--junit")]
     if words[0] == "report" and "--no-html" not in words and "-o" not in words:
         written.append(str(default_html_path((Path(words[1]),))))
     for name in written:
         assert (samples_here / name).stat().st_size > 0, f"{name} was not written"
     after = inputs_of(samples_here / "sample_traces")
     assert {p: after[p] for p in before} == before, "an example changed a sample"
+    if words[0] == "diff":
+        verdict = click.unstyle(result.stdout).split("\nverdict\n", 1)[1].split("\n\n", 1)[0]
+        quoted = f"`traceq diff` prints `{' '.join(verdict.split())}`"
+        assert quoted in " ".join(README.split()), "the README quotes the verdict the example prints"
     if "--params" in words:
         (mfu,) = re.findall(r"MFU ([0-9.]+)% over \d+ step windows", result.stdout)
         assert 0 < float(mfu) <= 100, f"MFU {mfu}%: the example's model does not fit the sample"

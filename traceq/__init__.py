@@ -6,13 +6,32 @@ Reads Nsight Systems exports and PyTorch-profiler (Kineto) traces into one colum
 
 from __future__ import annotations
 
-from traceq.api import Analysis, ModelSpec, Report, Trace, TraceMeta, analyze, info, load, mfu, report
+from traceq.api import (
+    Analysis,
+    Budgets,
+    CheckResult,
+    Diff,
+    ModelSpec,
+    Report,
+    Trace,
+    TraceMeta,
+    analyze,
+    check,
+    diff,
+    info,
+    load,
+    mfu,
+    report,
+)
 from traceq.errors import TraceqError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Analysis",
+    "Budgets",
+    "CheckResult",
+    "Diff",
     "ModelSpec",
     "Report",
     "Trace",
@@ -20,6 +39,8 @@ __all__ = [
     "TraceqError",
     "__version__",
     "analyze",
+    "check",
+    "diff",
     "info",
     "load",
     "mfu",

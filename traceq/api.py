@@ -6,6 +6,8 @@ t = traceq.load("step.sqlite")     # .nsys-rep, .json(.gz), a directory, several
 a = traceq.analyze(t)              # step breakdown, every gap and its cause, top kernels
 r = traceq.report(t)               # what `traceq report` renders (r.to_dict() is the JSON)
 r = traceq.report("job/", executor=4)   # a job's ranks, file by file on 4 processes
+d = traceq.diff("before/", "after.json")  # two runs compared: the step change decomposed (docs/diff.md)
+c = traceq.check("after/", traceq.Budgets(max_idle=0.10), baseline="before/")  # c.passed: every budget held
 ```
 """
 
@@ -26,6 +28,10 @@ from traceq.analyses.model import Mfu
 from traceq.analyses.unlaunched import launch_coverage
 from traceq.cache import Cache
 from traceq.comm_kernels import check_patterns
+from traceq.diff.check import Budgets, CheckResult, check_budgets
+from traceq.diff.compare import diff_sides
+from traceq.diff.model import Diff
+from traceq.diff.sides import ALL_KERNELS, SideSpec, read_side
 from traceq.errors import InvalidArgumentError
 from traceq.executors import ExecutorSpec
 from traceq.importers import Format
@@ -36,12 +42,17 @@ from traceq.trace import Trace, TraceMeta
 
 __all__ = [
     "Analysis",
+    "Budgets",
+    "CheckResult",
+    "Diff",
     "JobAnalysis",
     "ModelSpec",
     "Report",
     "Trace",
     "TraceMeta",
     "analyze",
+    "check",
+    "diff",
     "info",
     "job",
     "load",
@@ -198,3 +209,116 @@ def report(
             hint="pass the paths instead of the Trace, or load them with traceq.load(..., executor=...)",
         )
     return report_parts([trace], options, model, gpus, peak_tflops)
+
+
+def diff(
+    before: SideSpec,
+    after: SideSpec,
+    *,
+    step_pattern: str = DEFAULT_STEP_PATTERN,
+    input_pattern: str | None = None,
+    all_steps: bool = False,
+    comm_patterns: Sequence[str] = (),
+    default_comm_patterns: bool = True,
+    model: ModelSpec | None = None,
+    gpus: int | None = None,
+    peak_tflops: float | None = None,
+    fmt: Format | None = None,
+    cache: Cache | bool = True,
+    executor: ExecutorSpec = None,
+) -> Diff:
+    """``after`` compared with ``before`` (``docs/diff.md``): the change of the steady step time
+    decomposed exactly into compute, exposed communication and idle by cause, per device, the kernels
+    matched by name, launches and syncs, findings, MFU and a verdict; ``.to_dict()`` is the JSON diff.
+
+    Each side is what :func:`report` takes (a file, a directory, several files, a :class:`Trace`),
+    reported with every kernel name, or a saved JSON report (a path, a :class:`Report`, or its
+    payload), compared as it is.  The options are :func:`report`'s, the same for both sides.
+    """
+    options = _options(
+        step_pattern,
+        DEFAULT_MAX_GAPS,
+        ALL_KERNELS,
+        input_pattern=input_pattern,
+        all_steps=all_steps,
+        comm_patterns=comm_patterns,
+        default_comm_patterns=default_comm_patterns,
+    )
+    sides = [
+        read_side(
+            spec,
+            role,
+            options,
+            model=model,
+            gpus=gpus,
+            peak_tflops=peak_tflops,
+            fmt=fmt,
+            cache=cache,
+            executor=executor,
+        )
+        for spec, role in ((before, "before"), (after, "after"))
+    ]
+    return diff_sides(sides[0], sides[1], model_given=model is not None)
+
+
+def check(
+    trace: SideSpec,
+    budgets: Budgets,
+    *,
+    baseline: SideSpec | None = None,
+    step_pattern: str = DEFAULT_STEP_PATTERN,
+    input_pattern: str | None = None,
+    all_steps: bool = False,
+    comm_patterns: Sequence[str] = (),
+    default_comm_patterns: bool = True,
+    model: ModelSpec | None = None,
+    gpus: int | None = None,
+    peak_tflops: float | None = None,
+    fmt: Format | None = None,
+    cache: Cache | bool = True,
+    executor: ExecutorSpec = None,
+) -> CheckResult:
+    """``budgets`` checked on ``trace`` (``docs/diff.md``, "Budgets"); ``max_regression`` compares
+    its median steady step with ``baseline``'s.  ``trace`` and ``baseline`` are what :func:`diff`
+    takes as a side; the options are :func:`report`'s.  ``.passed`` says whether every budget held.
+    Raises :class:`InvalidArgumentError` for no budget, or one that cannot be checked (``max_regression``
+    without a baseline, ``min_mfu`` without the MFU)."""
+    if budgets.empty:
+        raise InvalidArgumentError(
+            "no budget to check", hint="give one (--max-idle 10%, --max-step-ms 120, ...) or a --budget file"
+        )
+    if budgets.max_regression is not None and baseline is None:
+        raise InvalidArgumentError(
+            "max_regression compares with a baseline, and none was given",
+            hint="pass --baseline BEFORE (a trace or a saved JSON report)",
+        )
+    options = _options(
+        step_pattern,
+        DEFAULT_MAX_GAPS,
+        DEFAULT_TOP_KERNELS,
+        input_pattern=input_pattern,
+        all_steps=all_steps,
+        comm_patterns=comm_patterns,
+        default_comm_patterns=default_comm_patterns,
+    )
+    sides = [
+        read_side(
+            spec,
+            role,
+            options,
+            model=model,
+            gpus=gpus,
+            peak_tflops=peak_tflops,
+            fmt=fmt,
+            cache=cache,
+            executor=executor,
+        )
+        for spec, role in ((trace, "trace"), *(((baseline, "baseline"),) if baseline is not None else ()))
+    ]
+    base = sides[1] if len(sides) > 1 else None
+    return check_budgets(
+        sides[0].report,
+        budgets,
+        baseline=base.report if base is not None else None,
+        names=(sides[0].name, base.name if base is not None else None),
+    )

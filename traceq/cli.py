@@ -9,9 +9,6 @@ how they are written, is :mod:`traceq.outputs`' business.
 from __future__ import annotations
 
 import json
-import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,84 +16,27 @@ import click
 import polars as pl
 
 from traceq import api, schema
-from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS
-from traceq.cache import (
-    CACHE_DIR_ENV,
-    CACHE_VERIFY_ENV,
-    VERIFY_MODES,
-    Cache,
-    CacheWarning,
-    default_cache_dir,
-)
+from traceq.cli_diff import check, diff
 from traceq.cli_errors import TraceqGroup, exit_codes_epilog
+from traceq.cli_options import (
+    analysis_options,
+    cache_of,
+    cache_options,
+    executor_of,
+    format_option,
+    loading,
+    model_options,
+    model_spec,
+    output_path,
+    paths_argument,
+    text_writer,
+)
 from traceq.errors import InvalidArgumentError
-from traceq.executors import ExecutorSpec
-from traceq.importers import FORMATS
 from traceq.outputs import check_outputs, write_output
-from traceq.progress import import_progress
 from traceq.report.info_text import render_info
 from traceq.report.render import renderer_for
 from traceq.report.text import render_text
 from traceq.units import CONTROL_ESCAPES
-
-# readable=False: an unreadable input is the loader's one-line error, which names the file.
-_paths = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
-# Outputs are checked by traceq.outputs, before the import: no click checks, no click wording.
-_output_path = click.Path(path_type=Path, readable=False)
-_format_opt = click.option(
-    "--input-format",
-    "input_format",
-    type=click.Choice(FORMATS),
-    default=None,
-    help="Read the inputs as this format instead of sniffing it.",
-)
-
-
-def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """Keep a loading option in the context, so commands need not pass it along by hand."""
-    assert param.name is not None
-    ctx.meta[f"traceq.{param.name}"] = value
-    return value
-
-
-def _cache_opts(command: Callable[..., None]) -> Callable[..., None]:
-    """``--cache-dir``, ``--no-cache``, ``--cache-verify``, ``--jobs`` and ``--scheduler``, for every
-    command that loads traces."""
-    command = click.option(
-        "--cache-verify",
-        type=click.Choice(VERIFY_MODES),
-        default=None,
-        expose_value=False,
-        callback=_remember,
-        help=f"How a cache entry's source is checked: 'sampled' (size, mtime, first and last MiB) or "
-        f"'full' (every byte; about 1 s per GB). Default: ${CACHE_VERIFY_ENV}, else sampled.",
-    )(command)
-    command = click.option(
-        "--scheduler",
-        metavar="URL",
-        default=None,
-        expose_value=False,
-        callback=_remember,
-        help="Import the ranks on this Dask cluster (tcp://host:8786); needs traceq[dask].",
-    )(command)
-    command = click.option(
-        "-j",
-        "--jobs",
-        type=click.IntRange(min=1),
-        default=None,
-        expose_value=False,
-        callback=_remember,
-        help="Import several files in N processes (default: one per core; 1: in this process).",
-    )(command)
-    command = click.option(
-        "--no-cache", is_flag=True, help="Import every input afresh; read and write no cache entries."
-    )(command)
-    return click.option(
-        "--cache-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help=f"Keep imported tables here (default: ${CACHE_DIR_ENV}, else ~/.cache/traceq).",
-    )(command)
 
 
 @click.group(
@@ -115,9 +55,9 @@ def cli(debug: bool) -> None:
 
 
 @cli.command()
-@_paths
-@_format_opt
-@_cache_opts
+@paths_argument
+@format_option
+@cache_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def info(paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool, as_json: bool) -> None:
     """Metadata, rows per kind and import statistics of a trace."""
@@ -133,9 +73,9 @@ _EVENT_COLUMNS = ("kind", "start_ns", "end_ns", "name", "pid", "tid", "device", 
 
 
 @cli.command()
-@_paths
-@_format_opt
-@_cache_opts
+@paths_argument
+@format_option
+@cache_options
 @click.option(
     "--kind", "kinds", multiple=True, type=click.Choice(schema.KINDS), help="Only rows of this kind (repeatable)."
 )
@@ -188,10 +128,10 @@ def events(
 
 
 @cli.command()
-@_paths
-@_format_opt
-@_cache_opts
-@click.option("-o", "--output", required=True, type=_output_path, help="out.parquet or out.db")
+@paths_argument
+@format_option
+@cache_options
+@click.option("-o", "--output", required=True, type=output_path, help="out.parquet or out.db")
 @click.option("--force", is_flag=True, help="Overwrite the output if it exists (never an input).")
 def convert(
     paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool, output: Path, force: bool
@@ -217,74 +157,24 @@ def default_html_path(paths: tuple[Path, ...]) -> Path:
 
 
 @cli.command()
-@_paths
-@_format_opt
-@_cache_opts
+@paths_argument
+@format_option
+@cache_options
 @click.option(
     "-o",
     "--output",
-    type=_output_path,
+    type=output_path,
     default=None,
     help="Write the report here; .html, .json or .txt by suffix. Default: <input>.report.html next to the input.",
 )
-@click.option("--json", "json_out", type=_output_path, default=None, help="Also write the JSON report here.")
+@click.option("--json", "json_out", type=output_path, default=None, help="Also write the JSON report here.")
 @click.option("--no-html", is_flag=True, help="Print the summary only; write no HTML file.")
 @click.option(
     "--cdn", is_flag=True, help="Link plotly.js from its CDN instead of inlining it (smaller file, needs network)."
 )
 @click.option("--force", is_flag=True, help="Overwrite output files that exist (never an input).")
-@click.option(
-    "--step-pattern",
-    default=DEFAULT_STEP_PATTERN,
-    show_default=True,
-    help="Regex (case-insensitive) naming the CPU-side ranges that delimit steps.",
-)
-@click.option(
-    "--max-gaps", type=click.IntRange(min=0), default=DEFAULT_MAX_GAPS, show_default=True, help="Longest gaps listed."
-)
-@click.option(
-    "--top-kernels",
-    type=click.IntRange(min=0),
-    default=DEFAULT_TOP_KERNELS,
-    show_default=True,
-    help="Kernels listed, by total GPU time.",
-)
-@click.option(
-    "--input-pattern",
-    metavar="REGEX",
-    default=None,
-    help="Regex naming your own data-loading ranges (NVTX, record_function), besides PyTorch's DataLoader.",
-)
-@click.option("--all-steps", is_flag=True, help="Keep the warm-up steps in the steady state (findings, MFU).")
-@click.option(
-    "--comm-pattern",
-    "comm_patterns",
-    metavar="REGEX",
-    multiple=True,
-    help="Regex of more communication kernels, searched in the kernel name (repeatable; adds to the defaults).",
-)
-@click.option(
-    "--no-default-comm-patterns",
-    is_flag=True,
-    help="Count only --comm-pattern kernels as communication, not the default NCCL, DeepEP, ... list.",
-)
-@click.option("--params", type=float, default=None, help="MFU: parameters in matmuls (Ψ), e.g. 6.74e9.")
-@click.option("--layers", type=click.IntRange(min=1), default=None, help="MFU: transformer layers (L).")
-@click.option(
-    "--attn-width", type=click.IntRange(min=1), default=None, help="MFU: attention width, heads × head dim (h)."
-)
-@click.option("--seq-len", type=click.IntRange(min=1), default=None, help="MFU: sequence length (s).")
-@click.option("--tokens-per-step", type=float, default=None, help="MFU: global tokens per step, over all GPUs.")
-@click.option(
-    "--flops-per-step", type=float, default=None, help="MFU: global model FLOPs per step, instead of the shape."
-)
-@click.option("--recompute", is_flag=True, help="MFU: full activation recomputation; also report HFU (4/3 of MFU).")
-@click.option(
-    "--gpus", type=click.IntRange(min=1), default=None, help="MFU: GPUs sharing the tokens (default: world size)."
-)
-@click.option(
-    "--peak-tflops", type=float, default=None, help="MFU: dense peak TFLOP/s of one GPU (default: by GPU name)."
-)
+@analysis_options(listing=True)
+@model_options
 def report(
     paths: tuple[Path, ...],
     input_format: Any,
@@ -327,19 +217,8 @@ def report(
     if json_out is not None:
         outputs.append(json_out)
     check_outputs(outputs, paths, force=force)
-    model = None
-    shape = (params, layers, attn_width, seq_len, tokens_per_step, flops_per_step)
-    if any(v is not None for v in shape) or recompute:
-        model = api.ModelSpec(
-            params=params,
-            layers=layers,
-            attn_width=attn_width,
-            seq_len=seq_len,
-            tokens_per_step=tokens_per_step,
-            flops_per_step=flops_per_step,
-            recompute=recompute,
-        )
-    with _loading(paths) as meta:
+    model = model_spec(params, layers, attn_width, seq_len, tokens_per_step, flops_per_step, recompute)
+    with loading(paths) as meta:
         # Several files are reported rank by rank: no process holds more than one rank's table.
         result = api.report(
             list(paths),
@@ -354,63 +233,23 @@ def report(
             gpus=gpus,
             peak_tflops=peak_tflops,
             fmt=input_format,
-            cache=_cache(cache_dir, no_cache),
-            executor=_executor(meta),
+            cache=cache_of(cache_dir, no_cache),
+            executor=executor_of(meta),
         )
     for path in outputs:  # the files first: a reader of stdout that goes away early loses no file
-        write_output(path, _text_writer(renderer_for(path, cdn=cdn).render(result)))
+        write_output(path, text_writer(renderer_for(path, cdn=cdn).render(result)))
     click.echo(render_text(result), nl=False)
     for path in outputs:
         click.echo(f"wrote {path}")
 
 
-def _text_writer(text: str) -> Callable[[Path], object]:
-    return lambda path: path.write_text(text, encoding="utf-8")
-
-
 def _load(paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool) -> api.Trace:
-    with _loading(paths) as meta:
-        return api.load(list(paths), fmt=input_format, cache=_cache(cache_dir, no_cache), executor=_executor(meta))
+    with loading(paths) as meta:
+        return api.load(list(paths), fmt=input_format, cache=cache_of(cache_dir, no_cache), executor=executor_of(meta))
 
 
-def _executor(meta: dict[str, Any]) -> ExecutorSpec:
-    """Where ``--jobs`` and ``--scheduler`` say the work runs (one of them at most)."""
-    jobs, scheduler = meta.get("traceq.jobs"), meta.get("traceq.scheduler")
-    if jobs is not None and scheduler is not None:
-        raise InvalidArgumentError(
-            "jobs sets the size of the local process pool; on a Dask cluster its workers decide",
-            hint="drop --jobs or --scheduler",
-        )
-    spec: ExecutorSpec = scheduler if scheduler is not None else jobs
-    return spec
-
-
-def _cache(cache_dir: Path | None, no_cache: bool) -> Cache | bool:
-    """The cache the options ask for (``--cache-verify`` is read from the context, see :func:`_remember`)."""
-    verify = click.get_current_context().meta.get("traceq.cache_verify")
-    if no_cache and (cache_dir is not None or verify is not None):
-        given = "--cache-dir" if cache_dir is not None else "--cache-verify"
-        raise InvalidArgumentError(f"pass {given} or --no-cache, not both")
-    if no_cache:
-        return False
-    if cache_dir is None and verify is None:
-        return True  # the default cache, as each worker finds it (Cache.default)
-    return Cache(cache_dir if cache_dir is not None else default_cache_dir(), verify=verify)
-
-
-@contextmanager
-def _loading(paths: tuple[Path, ...]) -> Iterator[dict[str, Any]]:
-    """Around loading ``paths``: the progress line, and cache warnings as one line each on stderr.
-    Yields the context's loading options (``traceq.jobs``, ``traceq.scheduler``; see :func:`_executor`)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", CacheWarning)
-        with import_progress(list(paths)):
-            yield click.get_current_context().meta
-    for warning in caught:
-        if issubclass(warning.category, CacheWarning):
-            click.echo(f"traceq: warning: {warning.message}", err=True)
-        else:
-            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+cli.add_command(diff)
+cli.add_command(check)
 
 
 def main() -> None:

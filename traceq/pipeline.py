@@ -30,6 +30,7 @@ import numpy as np
 import polars as pl
 
 from traceq import schema
+from traceq.analyses.breakdown import kernel_name_count
 from traceq.analyses.collectives import align_and_match, collective_calls, with_exposed_waits
 from traceq.analyses.completeness import data_caveats, with_caveats
 from traceq.analyses.findings_base import FIRE_SHARE
@@ -210,6 +211,7 @@ def _report(
         steps=analysis.steps,
         gaps=analysis.gaps,
         kernels=analysis.kernels,
+        kernel_names=kernel_name_count(analysis.kernel_totals),
         findings=findings,
         caveats=caveats,
         withheld_findings=withheld,

@@ -61,6 +61,22 @@ def test_the_truth_does_not_hang_on_how_the_latency_percentile_is_taken(
         assert device.windows == higher[rank].windows
 
 
+STEP_TIME_CASES = [
+    pytest.param(s.name, fmt, id=f"{s.name}-{fmt}")
+    for s in SCENARIOS
+    if any(d.step_ns for d in s.devices)
+    for fmt in FORMATS
+]
+
+
+@pytest.mark.parametrize(("name", "fmt"), STEP_TIME_CASES)
+def test_the_oracle_finds_the_planted_step_durations(planted: PlantedTraces, name: str, fmt: Format) -> None:
+    scenario = BY_NAME[name]
+    for truth in scenario.devices:
+        found = planted.oracle(scenario, fmt)[truth.rank]
+        assert tuple(w.end_ns - w.start_ns for w in found.windows) == truth.step_ns, f"rank {truth.rank}"
+
+
 @pytest.mark.parametrize(("name", "fmt"), KERNEL_TIME_CASES)
 def test_the_kernel_table_holds_the_planted_kernel_time(planted: PlantedTraces, name: str, fmt: Format) -> None:
     scenario = BY_NAME[name]

@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
 import traceq
 from tracegen import build_timeline, preset, write_nsys_sqlite
 from traceq.cli import cli
-from traceq.report.model import report_json_schema
+from traceq.report.jsonschema import PayloadError
+from traceq.report.model import Report, report_json_schema
 
 from ..conftest import REPO
 
@@ -131,3 +133,56 @@ def test_a_single_device_report_has_no_job(samples: Path) -> None:
     doc = traceq.report(traceq.load(samples / "training_step.nsys.sqlite")).to_dict()
     assert doc["job"] is None
     jsonschema.validate(doc, SCHEMA)
+
+
+@pytest.mark.parametrize("sample", ["training_step.nsys.sqlite", "training_step.pt.trace.json.gz", "ranks"])
+def test_a_saved_json_report_reads_back_as_the_report(samples: Path, sample: str) -> None:
+    report = traceq.report(traceq.load(samples / sample))
+    saved = json.loads(json.dumps(report.to_dict(), sort_keys=True))
+    assert Report.from_dict(saved).to_dict() == report.to_dict()
+
+
+@pytest.mark.parametrize("sample", ["training_step.pt.trace.json.gz", "ranks"])
+def test_the_report_counts_every_distinct_kernel_name_however_few_it_lists(samples: Path, sample: str) -> None:
+    trace = traceq.load(samples / sample)
+    names = trace.events.filter(pl.col("kind") == "kernel").get_column("name").cast(pl.String).n_unique()
+    listed = traceq.report(trace, top_kernels=3)
+    assert (listed.kernel_names, len(listed.kernels)) == (names, 3)
+    assert traceq.report(samples / sample, top_kernels=10_000).kernel_names == names  # file by file, too
+    assert len(traceq.report(samples / sample, top_kernels=10_000).kernels) == names
+
+
+def test_fields_a_report_saved_before_them_lacks_read_as_unknown(samples: Path) -> None:
+    payload = traceq.report(traceq.load(samples / "training_step.nsys.sqlite")).to_dict()
+    del payload["kernel_names"]
+    for device in payload["devices"]:
+        del device["steady"]["launches"], device["steady"]["syncs"]
+    old = Report.from_dict(payload)
+    assert old.kernel_names is None
+    assert (old.devices[0].steady.launches, old.devices[0].steady.syncs) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda p: p.update(schema_version=2), "schema_version: is 2; this traceq reads version 1"),
+        (lambda p: p["devices"][0].pop("steady"), "devices[0].steady: is missing"),
+        (lambda p: p["devices"][0].update(dur_ns="12"), "devices[0].dur_ns: should be an integer, not a string"),
+        (lambda p: p["devices"][0].update(dur_ns=True), "devices[0].dur_ns: should be an integer, not a boolean"),
+        (lambda p: p["findings"].append({"id": "x"}), "findings[0].severity: is missing"),
+        (lambda p: p["devices"][0].update(window="weekly"), "devices[0].window: should be one of steps, activity"),
+        (lambda p: p["devices"][0]["idle_by_cause_ns"].update(input=None), "devices[0].idle_by_cause_ns.input"),
+        (lambda p: p.update(steps={}), "steps: should be an array"),
+    ],
+)
+def test_a_json_report_that_does_not_fit_names_the_place(samples: Path, change: Any, where: str) -> None:
+    payload = traceq.report(traceq.load(samples / "training_step.nsys.sqlite")).to_dict()
+    change(payload)
+    with pytest.raises(PayloadError) as caught:
+        Report.from_dict(payload)
+    assert str(caught.value).startswith(where)
+
+
+def test_a_json_report_is_an_object() -> None:
+    with pytest.raises(PayloadError, match="a JSON report is an object"):
+        Report.from_dict([1, 2])

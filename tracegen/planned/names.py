@@ -151,6 +151,12 @@ PLANNED_KERNELS: Final = {
         grid=1024,
         block=128,
     ),
+    # Inductor's kernels are named by what they fuse and numbered per graph; a recompile renumbers them.
+    "triton_fused_pointwise": _kernel(
+        "triton_poi_fused_add_gelu_mul_tanh_0", "triton_poi_fused_add_gelu_mul_tanh_0", "elementwise", 528, 128
+    ),
+    "triton_sum_0": _kernel("triton_red_fused_sum_0", "triton_red_fused_sum_0", "reduce", 132, 512),
+    "triton_sum_1": _kernel("triton_red_fused_sum_1", "triton_red_fused_sum_1", "reduce", 132, 512),
     "flash_attn": _kernel(
         "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, "
         "Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false, "

@@ -24,7 +24,8 @@ import polars as pl
 from traceq import intervals as iv
 from traceq.analyses.attribution import Attribution, attribute
 from traceq.analyses.comm import comm_kernel_stats, with_comm_flags
-from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled
+from traceq.analyses.host_calls import steady_call_counts
+from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled, sync_calls
 from traceq.analyses.idle import launches_by_device
 from traceq.analyses.model import (
     CAUSES,
@@ -78,12 +79,15 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
     totals = kernel_totals(events)
     steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
     regime = regimes(activity, steady, attributed.causes, gap_rows, launches, device_table.height)
+    launched, synced = steady_call_counts(launches, sync_calls(cpu), device_table, steady)
     extra = DeviceExtras(
         latency_ns=attributed.latency_ns,
         regime=regime,
         unlaunched=_count_by_dev(with_dev(unlaunched_activity(events), device_table)),
         comm_kernels=comm_kernel_stats(activity, options),
         longest_cpu_ns=_longest_cpu_idle(attributed.causes, steady),
+        launches=launched,
+        syncs=synced,
     )
     return Analysis(
         step_pattern=options.step_pattern,
@@ -108,6 +112,10 @@ class DeviceExtras:
     unlaunched: Mapping[int, int]
     comm_kernels: Mapping[int, tuple[CommKernelStat, ...]]
     longest_cpu_ns: Mapping[int, int]
+    launches: Mapping[int, int]
+    """Calls that launched work on the device, in its steady windows (:mod:`traceq.analyses.host_calls`)."""
+    syncs: Mapping[int, int]
+    """Synchronising calls of its process, in its steady windows."""
 
 
 def _count_by_dev(rows: pl.DataFrame) -> dict[int, int]:
@@ -307,6 +315,8 @@ def _device_results(
                     idle_ns=int(row["s_idle_ns"] or 0),
                     idle_by_cause_ns={c: int(row[f"s_idle_{c}_ns"] or 0) for c in CAUSES},
                     longest_cpu_idle_ns=int(extra.longest_cpu_ns.get(dev, 0)),
+                    launches=int(extra.launches.get(dev, 0)),
+                    syncs=int(extra.syncs.get(dev, 0)),
                 ),
                 launch_latency_ns=int(extra.latency_ns.get(dev, 0)),
                 regime=extra.regime.get(dev),
@@ -388,6 +398,12 @@ def kernel_totals(events: pl.DataFrame) -> pl.DataFrame:
         .with_columns(pl.col("name").cast(pl.String))
         .collect()
     )
+
+
+def kernel_name_count(totals: pl.DataFrame) -> int:
+    """How many distinct kernel names the rows of :func:`kernel_totals` hold (of one table or of
+    several: a name in two parts counts once)."""
+    return totals.get_column("name").n_unique() if "name" in totals.columns else 0
 
 
 def top_kernels(totals: pl.DataFrame, limit: int) -> tuple[KernelStat, ...]:

@@ -82,6 +82,12 @@ class SteadyState:
     longest_cpu_idle_ns: int
     """The longest single stretch of ``cpu`` idle (host busy with other work: Python, callbacks, a
     garbage-collection pause) inside these windows."""
+    launches: int | None = None
+    """API calls that launched work on the device (kernels, copies, memsets, graph launches) starting
+    inside these windows (:mod:`traceq.analyses.host_calls`); None in a report saved by a traceq that
+    did not count them."""
+    syncs: int | None = None
+    """Synchronising calls of the device's process starting inside these windows; None as ``launches``."""
 
 
 @dataclass(frozen=True)

@@ -186,6 +186,7 @@ def merge_parts(parts: Sequence[PartSummary], options: Options) -> MergedParts:
         kernels=top_kernels(kernels, options.top_kernels) if parts else (),
         gap_table=gaps.head(0),
         gaps_total=sum(p.gaps_total for p in parts),
+        kernel_totals=kernels,
         options=options,
     )
     rankings = {

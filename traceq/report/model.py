@@ -22,7 +22,7 @@ from traceq.analyses.model import (
 )
 from traceq.analyses.timeline import TimelineExcerpt
 from traceq.meta import SourceMeta
-from traceq.report.jsonschema import dataclass_schema, to_jsonable
+from traceq.report.jsonschema import PayloadError, dataclass_schema, from_jsonable, to_jsonable
 from traceq.stats import CategoryCount
 
 REPORT_SCHEMA_VERSION: Final = 1
@@ -50,6 +50,9 @@ class Report:
     gaps: tuple[Gap, ...]
     kernels: tuple[KernelStat, ...]
     findings: tuple[Finding, ...]
+    kernel_names: int | None = None
+    """How many distinct kernel names the trace holds (``kernels`` lists the ``--top-kernels`` with the
+    most time); None in a report saved by a traceq that did not count them."""
     caveats: tuple[DataCaveat, ...] = ()
     """GPU work the trace lacks (rows skipped on import, launches never recorded), beside the numbers
     it affects (``docs/findings.md``, "Incomplete data")."""
@@ -65,6 +68,17 @@ class Report:
         """The JSON report (validates against ``schemas/report.schema.json``)."""
         out: dict[str, Any] = to_jsonable(self)
         return out
+
+    @classmethod
+    def from_dict(cls, payload: Any) -> Report:
+        """The report a JSON report holds (what :meth:`to_dict` wrote, here or by a traceq of the same
+        ``schema_version``), every value checked; raises :class:`~traceq.report.jsonschema.PayloadError`."""
+        if not isinstance(payload, dict):
+            raise PayloadError("", "a JSON report is an object")
+        version = payload.get("schema_version")
+        if version != REPORT_SCHEMA_VERSION:
+            raise PayloadError("schema_version", f"is {version!r}; this traceq reads version {REPORT_SCHEMA_VERSION}")
+        return from_jsonable(cls, payload)
 
 
 def report_json_schema() -> dict[str, Any]:

@@ -6,7 +6,8 @@ exercises of seed 004 a trace can express: 2 (the ``.item()`` trap, :mod:`.host_
 symptom table (data loading, memory bandwidth, sync points, communication: :mod:`.diagnosis`);
 the three regimes and a clean control (:mod:`.regimes`); seed 000's worked example with its fixed
 variants (:mod:`.worked_example`); issue 13's nine cases (:mod:`.host_state`, :mod:`.compiled`,
-:mod:`.comm_libraries`, :mod:`.multi_rank`).  Not planted: seed 004's exercises 1, 4 and 6
+:mod:`.comm_libraries`, :mod:`.multi_rank`); issue 15's before/after pairs (:mod:`.pairs`: each
+scenario the catalogue lacked for them, and :data:`PAIRS`).  Not planted: seed 004's exercises 1, 4 and 6
 (memory, quantisation quality, sharding memory: no timeline states them), 3 (MFU needs the
 model's description beside the trace; ``tests/analyses/test_mfu.py``), 7 (decode being
 memory-bound is a kernel's arithmetic intensity, which no trace records) and 10 (a workflow).
@@ -26,6 +27,7 @@ from tracegen.planned.scenarios.compiled import COMPILED
 from tracegen.planned.scenarios.diagnosis import DIAGNOSIS
 from tracegen.planned.scenarios.host_state import HOST_STATE
 from tracegen.planned.scenarios.multi_rank import MULTI_RANK
+from tracegen.planned.scenarios.pairs import BY_PAIR, PAIR_SCENARIOS, PAIRS, PlannedPair
 from tracegen.planned.scenarios.regimes import REGIMES
 from tracegen.planned.scenarios.truth import (
     CAUSES,
@@ -47,6 +49,7 @@ SCENARIOS: Final[tuple[PlantedScenario, ...]] = (
     *COMM_LIBRARIES,
     *REGIMES,
     *WORKED_EXAMPLES,
+    *PAIR_SCENARIOS,
 )
 BY_NAME: Final[Mapping[str, PlantedScenario]] = MappingProxyType({s.name: s for s in SCENARIOS})
 
@@ -75,11 +78,14 @@ REQUIRED: Final = (
 
 __all__ = [
     "BY_NAME",
+    "BY_PAIR",
     "CAUSES",
     "FINDINGS",
+    "PAIRS",
     "REQUIRED",
     "SCENARIOS",
     "DeviceTruth",
+    "PlannedPair",
     "PlantedScenario",
     "StragglerTruth",
     "idle",

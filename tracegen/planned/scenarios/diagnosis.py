@@ -137,7 +137,8 @@ INPUT_STALL = PlantedScenario(
         "issue 13 case 3: idle at the step's start before the first kernel (the leading interval of step 0)",
     ),
     _input_stall,
-    (DeviceTruth(0, _INPUT_STEPS, (0,) * 4, "input-bound"),),
+    # Each step: the copy and four gemms (420_000) from S + 504_500 to S + 924_500, the sync's return: 925_500.
+    (DeviceTruth(0, _INPUT_STEPS, (0,) * 4, "input-bound", step_ns=(925_500,) * 4),),
     must_fire=("input_stall",),
     must_not_fire=all_but("input_stall"),
     fix_keywords={"input_stall": ("worker", "pin_memory")},
@@ -176,7 +177,8 @@ HOST_SYNC = PlantedScenario(
         "seed 004 symptom table: GPU util varies wildly -> sync points",
     ),
     _host_sync,
-    (DeviceTruth(0, _HOST_SYNC_STEPS, (0,) * 4, "compute-bound"),),
+    # Each step ends when the second .item()'s sync returns: S + 494_000 (403_000 of GPU work and 91_000 idle).
+    (DeviceTruth(0, _HOST_SYNC_STEPS, (0,) * 4, "compute-bound", step_ns=(494_000,) * 4),),
     must_fire=("host_sync",),
     must_not_fire=all_but("host_sync"),
     fix_keywords={"host_sync": ("every", "asynchronous")},

@@ -62,6 +62,9 @@ class DeviceTruth:
     graph_replayed: bool = False
     unlaunched_activities: int = 0
     """GPU activities with no launching call on this device (the report must explain ``unknown`` by them)."""
+    step_ns: tuple[int, ...] = ()
+    """Each step window's duration, in time order, where the scenario states it (the step time a
+    before/after diff decomposes: :mod:`tracegen.planned.scenarios.pairs`)."""
 
     def all_steps(self) -> dict[str, int]:
         return total(self.steps)
@@ -114,6 +117,8 @@ class PlantedScenario:
         for d in self.devices:
             if d.regime is not None and d.regime not in REGIMES:
                 raise ValueError(f"{self.name}: no regime {d.regime!r}")
+            if d.step_ns and len(d.step_ns) != len(d.steps):
+                raise ValueError(f"{self.name}: rank {d.rank} has {len(d.steps)} steps, durations for {len(d.step_ns)}")
             if len(d.exposed_comm_ns) != len(d.steps):
                 raise ValueError(
                     f"{self.name}: rank {d.rank} has {len(d.steps)} steps, exposed comm for {len(d.exposed_comm_ns)}"

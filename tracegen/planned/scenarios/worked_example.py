@@ -82,7 +82,7 @@ WORKED_EXAMPLE = PlantedScenario(
     "worked_example",
     ("seed 000 section 4: the worked example (2.90 compute / 0.40 exposed NCCL / 0.18 loader / 0.12 .item())",),
     _worked_example,
-    (DeviceTruth(0, _MEASURED_STEPS, (400_000,) * STEPS, "compute-bound"),),
+    (DeviceTruth(0, _MEASURED_STEPS, (400_000,) * STEPS, "compute-bound", step_ns=(3_600_000,) * STEPS),),
     must_fire=("exposed_comm",),
     must_not_fire=_QUIET,
     fix_keywords={"exposed_comm": ("prefetch", "HSDP")},
@@ -92,7 +92,7 @@ WORKED_EXAMPLE_FIXED_COMM = PlantedScenario(
     "worked_example_fixed_comm",
     ("seed 000 section 4, fix 1 only: no exposed communication (3.20 per step)",),
     _fixed_comm,
-    (DeviceTruth(0, _MEASURED_STEPS, (0,) * STEPS, "compute-bound"),),
+    (DeviceTruth(0, _MEASURED_STEPS, (0,) * STEPS, "compute-bound", step_ns=(3_200_000,) * STEPS),),
     must_not_fire=(*_QUIET, "exposed_comm"),
     comm_kernels=(K["reduce_scatter"].name,),
 )

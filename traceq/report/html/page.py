@@ -137,6 +137,11 @@ def cdn_url() -> str:
     return f"https://cdn.plot.ly/plotly-{plotly.offline.get_plotlyjs_version()}.min.js"
 
 
+def plotly_element(cdn: bool) -> Markup:
+    """The plotly.js ``<script>`` element, inlined or from the CDN (markup: see the module docstring)."""
+    return _plotly_element(cdn)
+
+
 @lru_cache(maxsize=2)
 def _plotly_element(cdn: bool) -> Markup:
     source = plotly.offline.get_plotlyjs()
@@ -149,6 +154,11 @@ def _plotly_element(cdn: bool) -> Markup:
     # The bundle holds no "</script" today; never let a future one end the element early.
     safe = re.sub(r"</(script)", r"<\\/\1", source, flags=re.IGNORECASE)
     return Markup(f"<script>{safe}</script>")
+
+
+def traceq_version() -> str:
+    """The installed traceq's version, as the page's footer and generator tag show it."""
+    return _version()
 
 
 def _version() -> str:

@@ -85,8 +85,20 @@ def escape_value(value: object) -> object:
 @cache
 def environment() -> jinja2.Environment:
     """The report's templates, loaded once from the package."""
+    return build_environment(report_templates())
+
+
+def report_templates() -> jinja2.BaseLoader:
+    """The loader of the report's templates (the page, its stylesheet and script, the sections and
+    their macros), which another page (``traceq diff``'s) may put behind its own."""
+    return jinja2.PackageLoader("traceq.report.html", "templates")
+
+
+def build_environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
+    """An environment with the rules above (autoescaping, the escaper, the folded layout, strict
+    undefined names) over ``loader``."""
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("traceq.report.html", "templates"),
+        loader=loader,
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         finalize=escape_value,
