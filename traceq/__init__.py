@@ -6,7 +6,21 @@ Reads Nsight Systems exports and PyTorch-profiler (Kineto) traces into one colum
 
 from __future__ import annotations
 
-from traceq.api import Analysis, ModelSpec, Report, Trace, TraceMeta, analyze, info, load, mfu, report
+from traceq.api import (
+    Analysis,
+    ModelSpec,
+    Report,
+    Trace,
+    TraceMeta,
+    activity_operators,
+    analyze,
+    info,
+    load,
+    mfu,
+    operators,
+    phases,
+    report,
+)
 from traceq.errors import TraceqError
 
 __version__ = "0.1.0"
@@ -19,9 +33,12 @@ __all__ = [
     "TraceMeta",
     "TraceqError",
     "__version__",
+    "activity_operators",
     "analyze",
     "info",
     "load",
     "mfu",
+    "operators",
+    "phases",
     "report",
 ]
