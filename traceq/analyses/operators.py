@@ -6,8 +6,10 @@ correlation id; a CUDA-graph launch launches every kernel of its graph):
 
 * its **operator** is the innermost *operator range* on L's thread open at ``L.start``
   (:mod:`traceq.analyses.nesting`); the operator ranges of a process are its ``cpu_op`` rows
-  (Kineto), or, in a process that recorded none (nsys: ``emit_nvtx`` writes ops as NVTX ranges),
-  its CPU-side ranges other than its step and module ranges.  Kineto's ``External id`` wins where
+  (Kineto), or, in a process that recorded none (nsys), its CPU-side ranges that name operators
+  (:data:`OPERATOR_RANGE_PATTERN`: ``emit_nvtx`` writes ops as NVTX ranges) where it has some,
+  else all its ranges other than its step and module ranges (nsys's projection onto the
+  innermost NVTX range).  Kineto's ``External id`` wins where
   L carries one that names a ``cpu_op`` of the process: it is the profiler's own record of the op
   that was current at the launch, which survives the µs rounding that makes an outer and an inner
   op start and end on the same µs;
@@ -34,9 +36,10 @@ from traceq.analyses.steps import compile_step_pattern
 
 NVTX_OP_ARGUMENTS: Final = r",\s*(?:seq|op_id|sizes|input_op_ids|stashed seq|stashed_seq)\s*=.*$"
 """What ``emit_nvtx`` appends to an op's NVTX range name (``aten::add, seq = 12, sizes = [[2, 3]]``,
-``aten::copy_, op_id = 317175``): cut from ``op_name``, so that one operator is one name.
+``aten::copy_, op_id = 317175``): cut from ``op_name``, so that one operator is one name."""
 
-"""
+OPERATOR_RANGE_PATTERN: Final = rf"^[A-Za-z_][\w.]*::|{NVTX_OP_ARGUMENTS}"
+"""Ranges that name an operator: ``aten::mm``, ``c10d::allreduce_``, ``emit_nvtx``'s ``aten::add, seq = 12``."""
 
 DEFAULT_MODULE_PATTERN: Final = r"^nn\.Module: "
 """CPU ranges of a module's forward: PyTorch's ``with_modules=True`` names them ``nn.Module: Linear_0``."""
@@ -120,14 +123,27 @@ def activity_operators(events: pl.DataFrame, *, step_pattern: str = DEFAULT_STEP
 
 def _operator_ranges(cpu: pl.DataFrame, step_pattern: str) -> pl.DataFrame:
     """The operator ranges (:func:`prepared`, by thread) with their ``_path``: every ``cpu_op``; in a
-    process without one, its ranges other than step and module ranges."""
+    process without one, its operator-named ranges, or without those its ranges other than step
+    and module ranges."""
     names = cpu.get_column("name")
     steps = matching(names, compile_step_pattern(step_pattern))
     module_names = matching(names, DEFAULT_MODULE_PATTERN)
+    op_names = matching(names, OPERATOR_RANGE_PATTERN)
     with_ops = cpu.filter(pl.col("kind") == "cpu_op").select("source", "pid").unique()
-    ranges = cpu.filter(
-        (pl.col("kind") == "range") & ~pl.col("name").cast(pl.String).is_in(pl.concat([steps, module_names]).implode())
-    ).join(with_ops, on=["source", "pid"], how="anti", nulls_equal=True)
+    name = pl.col("name").cast(pl.String)
+    ranges = cpu.filter((pl.col("kind") == "range") & ~name.is_in(pl.concat([steps, module_names]).implode())).join(
+        with_ops, on=["source", "pid"], how="anti", nulls_equal=True
+    )
+    # A process whose ranges name operators (emit_nvtx) has those as its operators; one whose
+    # ranges do not, its innermost range (what nsys projects GPU work onto).
+    is_op = name.is_in(op_names.implode())
+    named_ops = ranges.filter(is_op).select("source", "pid").unique()
+    ranges = pl.concat(
+        [
+            ranges.join(named_ops, on=["source", "pid"], how="semi", nulls_equal=True).filter(is_op),
+            ranges.join(named_ops, on=["source", "pid"], how="anti", nulls_equal=True),
+        ]
+    )
     chosen = pl.concat([cpu.filter(pl.col("kind") == "cpu_op"), ranges]).select(
         *_THREAD,
         pl.col("name").cast(pl.String).str.replace(NVTX_OP_ARGUMENTS, ""),

@@ -33,15 +33,11 @@ from traceq.analyses.host_state import matching
 from traceq.analyses.idle import launch_calls
 from traceq.analyses.model import CAUSES
 from traceq.analyses.nesting import innermost_at, prepared
-from traceq.analyses.operators import DEFAULT_MODULE_PATTERN, NVTX_OP_ARGUMENTS
+from traceq.analyses.operators import DEFAULT_MODULE_PATTERN, OPERATOR_RANGE_PATTERN
 from traceq.analyses.steps import compile_step_pattern
 
 NO_PHASE: Final = "(no phase)"
 """The phase of work launched, and of idle time spent, outside every phase range."""
-
-OPERATOR_RANGE_PATTERN: Final = rf"^[A-Za-z_][\w.]*::|{NVTX_OP_ARGUMENTS}"
-"""Ranges that are operators, not phases: ``aten::mm``, ``c10d::allreduce_``, ``emit_nvtx``'s
-``aten::add, seq = 12``."""
 
 PHASE_COLUMNS: Final = (
     "rank",
