@@ -10,9 +10,10 @@ correlation id; a CUDA-graph launch launches every kernel of its graph):
   (:data:`OPERATOR_RANGE_PATTERN`: ``emit_nvtx`` writes ops as NVTX ranges) where it has some,
   else all its ranges other than its step and module ranges (nsys's projection onto the
   innermost NVTX range).  Kineto's ``External id`` wins where
-  L carries one that names a ``cpu_op`` of the process: it is the profiler's own record of the op
-  that was current at the launch, which survives the µs rounding that makes an outer and an inner
-  op start and end on the same µs;
+  L carries one that names a ``cpu_op`` of the process open at ``L.start`` on L's thread: it is the
+  profiler's own record of the op that was current at the launch, which survives the µs rounding
+  that makes an outer and an inner op start and end on the same µs (an id naming an op elsewhere,
+  as some traces reuse ids, is ignored);
 * ``op_path`` is the chain of operator ranges around it, outermost first, joined by ``/``;
 * its **module** is the chain of module ranges (:data:`DEFAULT_MODULE_PATTERN`: ``with_modules``'
   ``nn.Module: <name>`` ranges, Kineto ``python_function`` or user annotation, NVTX in nsys) open
@@ -161,16 +162,34 @@ def _operators_of_calls(ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         "source", "pid", pl.col("launch_tid").alias("tid"), "_point", pl.col("launch_start_ns").alias("_t")
     )
     enclosing = innermost_at(ops, points, _THREAD)
-    # External id: the latest-starting cpu_op of the process with the launch's id.
+    # External id: the latest-starting cpu_op of the process with the launch's id, where it is open
+    # at the launch on the launching thread (some traces reuse ids: then the enclosing op).
     by_id = (
         ops.filter(pl.col("external_id").is_not_null())
         .sort("start_ns", "_range")
         .unique(subset=["source", "pid", "external_id"], keep="last")
-        .select("source", "pid", pl.col("external_id").alias("_ext"), pl.col("_range").alias("_by_id"))
+        .select(
+            "source",
+            "pid",
+            pl.col("external_id").alias("_ext"),
+            pl.col("_range").alias("_by_id"),
+            pl.col("tid").alias("_id_tid"),
+            pl.col("start_ns").alias("_id_start"),
+            pl.col("end_ns").alias("_id_end"),
+        )
     )
     linked = (
-        calls.select("_point", "source", "pid", "_ext")
+        calls.select("_point", "source", "pid", "_ext", "launch_tid", "launch_start_ns")
         .join(by_id, on=["source", "pid", "_ext"], how="left", nulls_equal=False)
+        .with_columns(
+            pl.when(
+                (pl.col("_id_tid") == pl.col("launch_tid"))
+                & (pl.col("_id_start") <= pl.col("launch_start_ns"))
+                & (pl.col("launch_start_ns") < pl.col("_id_end"))
+            )
+            .then(pl.col("_by_id"))
+            .alias("_by_id")
+        )
         .join(enclosing, on="_point", how="left")
     )
     chosen = linked.select(
