@@ -268,6 +268,14 @@ def default_html_path(paths: tuple[Path, ...]) -> Path:
     is_flag=True,
     help="Count only --comm-pattern kernels as communication, not the default NCCL, DeepEP, ... list.",
 )
+@click.option(
+    "--phase-pattern",
+    "phase_patterns",
+    metavar="REGEX",
+    multiple=True,
+    help="Regex of the CPU ranges, ops or Python frames that are phases (repeatable; default: every CPU range "
+    "that is no step, operator or module range).",
+)
 @click.option("--params", type=float, default=None, help="MFU: parameters in matmuls (Ψ), e.g. 6.74e9.")
 @click.option("--layers", type=click.IntRange(min=1), default=None, help="MFU: transformer layers (L).")
 @click.option(
@@ -302,6 +310,7 @@ def report(
     all_steps: bool,
     comm_patterns: tuple[str, ...],
     no_default_comm_patterns: bool,
+    phase_patterns: tuple[str, ...],
     params: float | None,
     layers: int | None,
     attn_width: int | None,
@@ -350,6 +359,7 @@ def report(
             all_steps=all_steps,
             comm_patterns=comm_patterns,
             default_comm_patterns=not no_default_comm_patterns,
+            phase_patterns=phase_patterns,
             model=model,
             gpus=gpus,
             peak_tflops=peak_tflops,

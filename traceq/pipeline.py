@@ -210,6 +210,8 @@ def _report(
         steps=analysis.steps,
         gaps=analysis.gaps,
         kernels=analysis.kernels,
+        operators=analysis.operators,
+        phases=analysis.phases,
         findings=findings,
         caveats=caveats,
         withheld_findings=withheld,

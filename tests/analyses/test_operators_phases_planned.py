@@ -177,3 +177,40 @@ def test_a_phase_pattern_chooses_the_phases(written: tuple[Format, Plan, Path]) 
     _, _, path = written
     table = traceq.phases(traceq.load(path), phase_patterns=[r"^## \w+ ##$"])
     assert set(table.get_column("phase")) <= {"## forward ##", "## backward ##", traceq.analyses.phases.NO_PHASE}
+
+
+def test_the_report_lists_top_operators_and_each_devices_phases_in_json_text_and_html(
+    written: tuple[Format, Plan, Path],
+) -> None:
+    from traceq.report.html.page import render_html
+    from traceq.report.text import render_text
+
+    _, plan, path = written
+    report = traceq.report(traceq.load(path))
+    payload = report.to_dict()
+    assert payload["operators"][0]["name"] == "aten::addmm"  # 40 us, the longest kernel
+    phases = {p["phase"]: p for p in payload["phases"]}
+    assert sum(p["dur_ns"] for p in phases.values()) == plan.step[1] - plan.step[0]
+    assert phases["## forward ##"]["compute_ns"] == _truth(plan)["## forward ##"]["compute_ns"]
+    text = render_text(report)
+    assert "top operators by GPU time" in text and "## backward ##" in text
+    page = render_html(report, cdn=True)
+    assert '<section id="operators">' in page and '<section id="phases">' in page
+
+
+def test_the_cli_takes_phase_patterns(written: tuple[Format, Plan, Path], tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from traceq.cli import cli
+
+    _, _, path = written
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(
+        cli, ["report", str(path), "--no-html", "--json", str(out), "--phase-pattern", "^tail$"]
+    )
+    assert result.exit_code == 0, result.output
+    assert {p["phase"] for p in json.loads(out.read_text())["phases"]} == {"tail", traceq.analyses.phases.NO_PHASE}
+    bad = CliRunner().invoke(cli, ["report", str(path), "--no-html", "--phase-pattern", "("])
+    assert bad.exit_code != 0 and "phase pattern" in bad.output

@@ -41,7 +41,8 @@ def _ns(us: float) -> int:
 
 
 def _kineto_counts(path: Path) -> Counter[str | None]:
-    doc = json.loads(gzip.open(path).read())
+    with gzip.open(path) as f:
+        doc = json.loads(f.read())
     events = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
     ops: dict[tuple[object, object], list[tuple[int, int, str]]] = {}
     for e in events:

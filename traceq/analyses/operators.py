@@ -31,6 +31,7 @@ import polars as pl
 from traceq import schema
 from traceq.analyses.host_state import cpu_rows, matching
 from traceq.analyses.idle import launch_calls
+from traceq.analyses.model import OperatorStat
 from traceq.analyses.nesting import innermost_at, paths, prepared
 from traceq.analyses.options import DEFAULT_STEP_PATTERN
 from traceq.analyses.steps import compile_step_pattern
@@ -290,4 +291,32 @@ def operator_table(activity: pl.DataFrame, device_table: pl.DataFrame) -> pl.Dat
             nulls_last=[False, False, False, False, False, True],
         )
         .select(OPERATOR_TABLE_COLUMNS)
+    )
+
+
+NO_OPERATOR: Final = "(no operator)"
+"""How the report names work launched outside every operator (or with no launch)."""
+
+
+def top_operators(table: pl.DataFrame, limit: int) -> tuple[OperatorStat, ...]:
+    """The ``limit`` operators with the most GPU time over every device (ties: by name), from rows of
+    :func:`operator_table` (of one trace or of a job's parts); each share is of the summed time of
+    every row."""
+    if table.is_empty():
+        return ()
+    summed = table.group_by(pl.col("op_name").fill_null(NO_OPERATOR)).agg(
+        pl.col("calls", "activities", "kernels", "gpu_ns").sum()
+    )
+    grand = int(summed.get_column("gpu_ns").sum() or 0)
+    ranked = summed.sort(["gpu_ns", "op_name"], descending=[True, False]).head(limit)
+    return tuple(
+        OperatorStat(
+            name=str(r["op_name"]),
+            calls=int(r["calls"]),
+            activities=int(r["activities"]),
+            kernels=int(r["kernels"]),
+            gpu_ns=int(r["gpu_ns"]),
+            share=int(r["gpu_ns"]) / grand if grand else 0.0,
+        )
+        for r in ranked.iter_rows(named=True)
     )

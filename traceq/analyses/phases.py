@@ -31,7 +31,7 @@ import polars as pl
 from traceq import intervals as iv
 from traceq.analyses.host_state import matching
 from traceq.analyses.idle import launch_calls
-from traceq.analyses.model import CAUSES
+from traceq.analyses.model import CAUSES, PhaseBreakdown
 from traceq.analyses.nesting import innermost_at, prepared
 from traceq.analyses.operators import DEFAULT_MODULE_PATTERN, OPERATOR_RANGE_PATTERN
 from traceq.analyses.steps import compile_step_pattern
@@ -275,3 +275,25 @@ def _sum_by_key(key: np.ndarray, lengths: np.ndarray, n_keys: int) -> np.ndarray
     """Per key + 1, the summed ``lengths`` of the segments with that key (:data:`_EMPTY` left out)."""
     keep = key != _EMPTY
     return np.bincount(key[keep] + 1, weights=lengths[keep], minlength=n_keys)[:n_keys].astype(np.int64)
+
+
+def phase_breakdowns(table: pl.DataFrame) -> tuple[PhaseBreakdown, ...]:
+    """The rows of :func:`phase_table` as result dataclasses, in its order."""
+    return tuple(
+        PhaseBreakdown(
+            rank=r["rank"],
+            device=int(r["device"]),
+            pid=r["pid"],
+            source=str(r["source"]),
+            phase=str(r["phase"]),
+            ranges=int(r["ranges"]),
+            activities=int(r["activities"]),
+            dur_ns=int(r["dur_ns"]),
+            compute_ns=int(r["compute_ns"]),
+            comm_ns=int(r["comm_ns"]),
+            exposed_comm_ns=int(r["exposed_comm_ns"]),
+            idle_ns=int(r["idle_ns"]),
+            idle_by_cause_ns={c: int(r[f"idle_{c}_ns"]) for c in CAUSES},
+        )
+        for r in table.iter_rows(named=True)
+    )

@@ -17,6 +17,8 @@ from traceq.analyses.model import (
     Gap,
     KernelStat,
     Mfu,
+    OperatorStat,
+    PhaseBreakdown,
     StepBreakdown,
     WithheldFinding,
 )
@@ -50,6 +52,10 @@ class Report:
     gaps: tuple[Gap, ...]
     kernels: tuple[KernelStat, ...]
     findings: tuple[Finding, ...]
+    operators: tuple[OperatorStat, ...] = ()
+    """The operators with the most GPU time (``docs/analyses.md``, "Operators")."""
+    phases: tuple[PhaseBreakdown, ...] = ()
+    """Every device's step time by phase (``docs/analyses.md``, "Phases")."""
     caveats: tuple[DataCaveat, ...] = ()
     """GPU work the trace lacks (rows skipped on import, launches never recorded), beside the numbers
     it affects (``docs/findings.md``, "Incomplete data")."""
