@@ -28,7 +28,7 @@ from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
 from traceq.analyses.model import Mfu
 from traceq.analyses.operators import activity_operators as _activity_operators
 from traceq.analyses.operators import operator_table
-from traceq.analyses.steps import compile_step_pattern, devices
+from traceq.analyses.steps import compile_step_pattern, devices, step_index
 from traceq.analyses.unlaunched import launch_coverage
 from traceq.cache import Cache
 from traceq.comm_kernels import check_patterns
@@ -49,6 +49,7 @@ __all__ = [
     "TraceMeta",
     "activity_operators",
     "analyze",
+    "events",
     "info",
     "job",
     "load",
@@ -139,6 +140,15 @@ def analyze(
         phase_patterns=phase_patterns,
     )
     return _analyze(trace.events, options)
+
+
+def events(trace: Trace, *, step_pattern: str = DEFAULT_STEP_PATTERN) -> pl.DataFrame:
+    """The event table with two derived columns appended: ``dur_ns`` (``end_ns - start_ns``) and
+    ``step`` (Int64: the step window each row starts in, CPU rows by their process's step ranges,
+    GPU rows by their device's; null outside every window: ``docs/event-table.md``).  A new frame;
+    ``trace.events`` itself is unchanged."""
+    steps = step_index(trace.events, step_pattern)
+    return trace.events.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), steps)
 
 
 def activity_operators(trace: Trace, *, step_pattern: str = DEFAULT_STEP_PATTERN) -> pl.DataFrame:
