@@ -59,6 +59,8 @@ def whole_table(
         steps=analysis.steps,
         gaps=analysis.gaps,
         kernels=analysis.kernels,
+        operators=analysis.operators,
+        phases=analysis.phases,
         findings=findings,
         caveats=caveats,
         withheld_findings=withheld,
