@@ -79,25 +79,44 @@ class Trace:
     import_stats: ImportStats
     meta: TraceMeta
 
+    def _view(self, keep: pl.Expr) -> pl.DataFrame:
+        """The rows ``keep`` selects, with ``name`` as String (``.str`` works on it; the event table
+        keeps it Categorical, which costs no memory per row) and a ``dur_ns`` column after ``end_ns``."""
+        view = self.events.filter(keep).with_columns(pl.col("name").cast(pl.String))
+        at = view.columns.index("end_ns") + 1
+        return view.insert_column(at, (view.get_column("end_ns") - view.get_column("start_ns")).alias("dur_ns"))
+
     @property
     def kernels(self) -> pl.DataFrame:
-        """Rows of kind ``kernel``."""
-        return self.events.filter(pl.col("kind") == "kernel")
+        """Rows of kind ``kernel`` (``name`` String, plus ``dur_ns``)."""
+        return self._view(pl.col("kind") == "kernel")
 
     @property
     def api(self) -> pl.DataFrame:
-        """Rows of kind ``cuda_api`` (CUDA/HIP runtime and driver calls)."""
-        return self.events.filter(pl.col("kind") == "cuda_api")
+        """Rows of kind ``cuda_api`` (CUDA/HIP runtime and driver calls; ``name`` String, plus ``dur_ns``)."""
+        return self._view(pl.col("kind") == "cuda_api")
 
     @property
     def gpu_activity(self) -> pl.DataFrame:
-        """Kernels, memcpys and memsets: what keeps a GPU busy."""
-        return self.events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS))
+        """Kernels, memcpys and memsets: what keeps a GPU busy (``name`` String, plus ``dur_ns``)."""
+        return self._view(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS))
 
     @property
     def ranges(self) -> pl.DataFrame:
-        """NVTX ranges and user annotations."""
-        return self.events.filter(pl.col("kind") == "range")
+        """NVTX ranges and user annotations on a CPU thread (``ProfilerStep#N`` once: its GPU-side
+        copy is in :attr:`gpu_ranges`); ``name`` String, plus ``dur_ns``."""
+        return self._view((pl.col("kind") == "range") & pl.col("tid").is_not_null())
+
+    @property
+    def gpu_ranges(self) -> pl.DataFrame:
+        """The GPU-side copies of ranges (Kineto ``gpu_user_annotation``: ``kind == "range"`` with a
+        ``device`` and no ``tid``); ``name`` String, plus ``dur_ns``."""
+        return self._view((pl.col("kind") == "range") & pl.col("tid").is_null() & pl.col("device").is_not_null())
+
+    @property
+    def ops(self) -> pl.DataFrame:
+        """Rows of kind ``cpu_op`` (PyTorch operators); ``name`` String, plus ``dur_ns``."""
+        return self._view(pl.col("kind") == "cpu_op")
 
     def kind_counts(self) -> dict[str, int]:
         """Rows per kind, every kind listed (zero where absent)."""
