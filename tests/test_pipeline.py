@@ -60,6 +60,8 @@ def whole_table(
         gaps=analysis.gaps,
         kernels=analysis.kernels,
         kernel_names=analysis.kernel_totals.height,
+        operators=analysis.operators,
+        phases=analysis.phases,
         findings=findings,
         caveats=caveats,
         withheld_findings=withheld,

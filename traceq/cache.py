@@ -57,7 +57,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from traceq import schema
+from traceq import schema, sealed_parquet
 from traceq.errors import InvalidArgumentError
 
 CACHE_DIR_ENV = "TRACEQ_CACHE_DIR"
@@ -76,10 +76,6 @@ ENTRY_METADATA_KEY = b"traceq.cache"
 
 ENTRY_DIGEST_KEY = b"traceq.cache.blake2b"
 """Parquet key-value metadata key of the digest of the entry's own bytes (32 hex characters)."""
-_DIGEST_PLACEHOLDER: Final = b"0" * 32
-"""What the digest is computed with in its own place (it cannot cover itself)."""
-_PARQUET_TAIL_BYTES: Final = 8
-"""A Parquet file ends with the footer's length (4 bytes) and ``PAR1``."""
 _CHUNK_BYTES: Final = 4 << 20
 
 HASHED_SPAN_BYTES = 1 << 20
@@ -291,7 +287,7 @@ class Cache:
         entry = self.entry_path(key)
         metadata = dict(table.schema.metadata or {})
         metadata[ENTRY_METADATA_KEY] = key.to_json().encode()
-        metadata[ENTRY_DIGEST_KEY] = _DIGEST_PLACEHOLDER
+        metadata[ENTRY_DIGEST_KEY] = sealed_parquet.PLACEHOLDER
         tagged = table.replace_schema_metadata(metadata)
         temp: Path | None = None
         try:
@@ -301,7 +297,7 @@ class Cache:
             temp = Path(name)
             with os.fdopen(fd, "r+b") as out:
                 pq.write_table(tagged, out, compression="zstd", row_group_size=_ROW_GROUP_ROWS)
-                sealed = _seal(out)
+                sealed = sealed_parquet.seal(out)
             if not sealed:
                 _log.debug("not caching %s: the digest's place in the entry is ambiguous", key.path)
                 temp.unlink()
@@ -332,30 +328,13 @@ class Cache:
                     temp.unlink()
 
 
-def _seal(fh: BinaryIO) -> bool:
-    """Put the digest of the entry written to ``fh`` in its placeholder's place; False (nothing
-    written) in the unseen case that the placeholder is not in the footer exactly once."""
-    fh.flush()
-    fh.seek(0)
-    data = fh.read()  # an entry is small: a fortieth of the JSON it comes from
-    at = _digest_offset(data, _DIGEST_PLACEHOLDER)
-    if at is None:
-        return False
-    fh.seek(at)
-    fh.write(_entry_digest(data, at))
-    fh.flush()
-    return True
-
-
 def _damage(data: bytes, metadata: Mapping[bytes, bytes], key: SourceKey) -> str | None:
     """What is wrong with an entry of ``data`` (its Parquet metadata given) for ``key``: None when it
     is whole and made for ``key``, ``"stale"`` when it is whole but made for another key (an older
     source, another traceq), else the damage, for the warning."""
     digest = metadata.get(ENTRY_DIGEST_KEY)
-    if digest is not None:
-        at = _digest_offset(data, digest)
-        if at is None or _entry_digest(data, at) != digest:
-            return "its content does not match its digest"
+    if digest is not None and not sealed_parquet.matches(data, digest):
+        return "its content does not match its digest"
     stored = metadata.get(ENTRY_METADATA_KEY)
     if stored is not None:
         try:
@@ -367,31 +346,6 @@ def _damage(data: bytes, metadata: Mapping[bytes, bytes], key: SourceKey) -> str
         # Every entry this traceq writes has both; one of the same key without them is damaged.
         return "it has no digest" if stored is not None else "it has no key"
     return None
-
-
-def _digest_offset(data: bytes | bytearray, digest: bytes) -> int | None:
-    """Where ``digest`` (the metadata value) sits in the Parquet footer of ``data``: its one place."""
-    if len(digest) != len(_DIGEST_PLACEHOLDER) or len(data) < _PARQUET_TAIL_BYTES:
-        return None
-    footer_end = len(data) - _PARQUET_TAIL_BYTES
-    footer_start = footer_end - int.from_bytes(data[footer_end : footer_end + 4], "little")
-    if footer_start < 0:
-        return None
-    at = data.find(digest, footer_start, footer_end)
-    if at < 0 or data.find(digest, at + 1, footer_end) >= 0:
-        return None
-    return at
-
-
-def _entry_digest(data: bytes | bytearray, at: int) -> bytes:
-    """The digest of an entry: blake2b of its bytes with the digest's own place (at ``at``) read as
-    the placeholder."""
-    view = memoryview(data)
-    digest = hashlib.blake2b(digest_size=len(_DIGEST_PLACEHOLDER) // 2)
-    digest.update(view[:at])
-    digest.update(_DIGEST_PLACEHOLDER)
-    digest.update(view[at + len(_DIGEST_PLACEHOLDER) :])
-    return digest.hexdigest().encode()
 
 
 def _content_digest(fh: BinaryIO) -> str:

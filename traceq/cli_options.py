@@ -94,8 +94,8 @@ def _apply(options: Sequence[Decorator]) -> Decorator:
 
 
 def analysis_options(*, listing: bool = False) -> Decorator:
-    """The step and communication options of ``traceq report`` (``listing``: with ``--max-gaps`` and
-    ``--top-kernels``, which only a report lists by)."""
+    """The step and communication options of ``traceq report`` (``listing``: with ``--max-gaps``,
+    ``--top-kernels`` and ``--phase-pattern``, which only a report lists by)."""
     step = [
         click.option(
             "--step-pattern",
@@ -118,6 +118,14 @@ def analysis_options(*, listing: bool = False) -> Decorator:
             default=DEFAULT_TOP_KERNELS,
             show_default=True,
             help="Kernels listed, by total GPU time.",
+        ),
+        click.option(
+            "--phase-pattern",
+            "phase_patterns",
+            metavar="REGEX",
+            multiple=True,
+            help="Regex of the CPU ranges, ops or Python frames that are phases (repeatable; default: every CPU "
+            "range that is no step, operator or module range).",
         ),
     ]
     rest = [

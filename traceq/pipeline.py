@@ -212,6 +212,8 @@ def _report(
         gaps=analysis.gaps,
         kernels=analysis.kernels,
         kernel_names=kernel_name_count(analysis.kernel_totals),
+        operators=analysis.operators,
+        phases=analysis.phases,
         findings=findings,
         caveats=caveats,
         withheld_findings=withheld,

@@ -18,12 +18,14 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from traceq import schema
+from traceq import schema, sealed_parquet
 from traceq.errors import CorruptTraceError, UnsupportedFormatError
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.stats import ImportStats
 
 PARQUET_METADATA_KEY = b"traceq"
+SEAL_KEY = b"traceq.blake2b"
+"""Parquet key-value metadata key of a :meth:`Trace.to_parquet` file's digest of its own bytes."""
 """Key of the Parquet key-value metadata that holds sources and import statistics."""
 
 _SQLITE_TYPES: dict[pl.DataType, type] = {
@@ -77,25 +79,44 @@ class Trace:
     import_stats: ImportStats
     meta: TraceMeta
 
+    def _view(self, keep: pl.Expr) -> pl.DataFrame:
+        """The rows ``keep`` selects, with ``name`` as String (``.str`` works on it; the event table
+        keeps it Categorical, which costs no memory per row) and a ``dur_ns`` column after ``end_ns``."""
+        view = self.events.filter(keep).with_columns(pl.col("name").cast(pl.String))
+        at = view.columns.index("end_ns") + 1
+        return view.insert_column(at, (view.get_column("end_ns") - view.get_column("start_ns")).alias("dur_ns"))
+
     @property
     def kernels(self) -> pl.DataFrame:
-        """Rows of kind ``kernel``."""
-        return self.events.filter(pl.col("kind") == "kernel")
+        """Rows of kind ``kernel`` (``name`` String, plus ``dur_ns``)."""
+        return self._view(pl.col("kind") == "kernel")
 
     @property
     def api(self) -> pl.DataFrame:
-        """Rows of kind ``cuda_api`` (CUDA/HIP runtime and driver calls)."""
-        return self.events.filter(pl.col("kind") == "cuda_api")
+        """Rows of kind ``cuda_api`` (CUDA/HIP runtime and driver calls; ``name`` String, plus ``dur_ns``)."""
+        return self._view(pl.col("kind") == "cuda_api")
 
     @property
     def gpu_activity(self) -> pl.DataFrame:
-        """Kernels, memcpys and memsets: what keeps a GPU busy."""
-        return self.events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS))
+        """Kernels, memcpys and memsets: what keeps a GPU busy (``name`` String, plus ``dur_ns``)."""
+        return self._view(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS))
 
     @property
     def ranges(self) -> pl.DataFrame:
-        """NVTX ranges and user annotations."""
-        return self.events.filter(pl.col("kind") == "range")
+        """NVTX ranges and user annotations on a CPU thread (``ProfilerStep#N`` once: its GPU-side
+        copy is in :attr:`gpu_ranges`); ``name`` String, plus ``dur_ns``."""
+        return self._view((pl.col("kind") == "range") & pl.col("tid").is_not_null())
+
+    @property
+    def gpu_ranges(self) -> pl.DataFrame:
+        """The GPU-side copies of ranges (Kineto ``gpu_user_annotation``: ``kind == "range"`` with a
+        ``device`` and no ``tid``); ``name`` String, plus ``dur_ns``."""
+        return self._view((pl.col("kind") == "range") & pl.col("tid").is_null() & pl.col("device").is_not_null())
+
+    @property
+    def ops(self) -> pl.DataFrame:
+        """Rows of kind ``cpu_op`` (PyTorch operators); ``name`` String, plus ``dur_ns``."""
+        return self._view(pl.col("kind") == "cpu_op")
 
     def kind_counts(self) -> dict[str, int]:
         """Rows per kind, every kind listed (zero where absent)."""
@@ -104,10 +125,19 @@ class Trace:
         return {k: found.get(k, 0) for k in schema.KINDS}
 
     def to_parquet(self, path: str | Path) -> Path:
-        """Write the table (zstd Parquet) with sources and import statistics in its metadata."""
+        """Write the table (zstd Parquet) with sources and import statistics in its metadata, sealed
+        with a digest of its own bytes (:mod:`traceq.sealed_parquet`) that :func:`read_parquet` checks."""
         out = Path(path)
-        # Page checksums, so that read_parquet tells a damaged page from data.
-        pq.write_table(self.to_arrow(), out, compression="zstd", write_page_checksum=True)
+        table = self.to_arrow()
+        metadata = dict(table.schema.metadata or {})
+        metadata[SEAL_KEY] = sealed_parquet.PLACEHOLDER
+        with out.open("w+b") as fh:
+            # Page checksums too, for readers other than traceq's.
+            pq.write_table(table.replace_schema_metadata(metadata), fh, compression="zstd", write_page_checksum=True)
+            if sealed_parquet.seal(fh):
+                return out
+        # (the placeholder's bytes were found twice in the footer: never seen; written unsealed)
+        pq.write_table(table, out, compression="zstd", write_page_checksum=True)
         return out
 
     def to_arrow(self) -> pa.Table:
@@ -154,16 +184,21 @@ class Trace:
 def read_parquet(path: Path) -> Trace:
     """Load a Parquet file written by :meth:`Trace.to_parquet`, unchanged.
 
-    A file that is not Parquet, or whose pages or metadata are damaged, is a
-    :class:`~traceq.errors.CorruptTraceError` naming it (the pages' checksums, written by
-    :meth:`Trace.to_parquet`, are verified); one that traceq did not write, or of another schema
-    version, an :class:`~traceq.errors.UnsupportedFormatError`.
+    A file that is not Parquet, or that is damaged, is a :class:`~traceq.errors.CorruptTraceError`
+    naming it: the digest :meth:`Trace.to_parquet` seals it with is checked against every byte (a
+    file written before the seal has only its pages' checksums, which are verified too); one that
+    traceq did not write, or of another schema version, an :class:`~traceq.errors.UnsupportedFormatError`.
     """
     try:
-        # pyarrow's reader, which verifies page checksums and reports damage as errors (polars'
-        # may panic on a damaged page).
-        table = pq.read_table(path, page_checksum_verification=True)
-        metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+        data = path.read_bytes()
+        stored = pq.read_metadata(pa.BufferReader(data)).metadata or {}
+        digest = stored.get(SEAL_KEY)
+        if digest is not None and not sealed_parquet.matches(data, digest):
+            raise ValueError("its content does not match its digest")
+        # pyarrow's reader, which verifies page checksums (of files written before the seal) and
+        # reports damage as errors (polars' may panic on a damaged page).
+        table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
+        metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items() if k != SEAL_KEY}
         events = pl.from_arrow(table.replace_schema_metadata(None))
         assert isinstance(events, pl.DataFrame)
     except (pa.ArrowException, pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError) as exc:

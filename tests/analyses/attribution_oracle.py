@@ -128,7 +128,13 @@ class _Process:
 def _processes(rows: list[Row], input_patterns: Sequence[str]) -> dict[tuple[str, int], _Process]:
     procs: dict[tuple[str, int], _Process] = {}
     loader = [re.compile(p) for p in input_patterns]
-    first_seen: set[tuple[str, int, str]] = set()
+    # The first instance of a compiled region's name in its process: every range of that name that
+    # starts at its earliest start (ranges that start together cannot be told apart).
+    first_start: dict[tuple[str, int, str], int] = {}
+    for r in rows:
+        if r["kind"] in ("range", "cpu_op") and r["tid"] is not None and r["device"] is None and r["pid"] is not None:
+            key = (r["source"], r["pid"], r["name"])
+            first_start[key] = min(first_start.get(key, r["start_ns"]), r["start_ns"])
     for r in sorted(rows, key=lambda r: (r["start_ns"], -r["end_ns"])):
         if r["tid"] is None or r["device"] is not None or r["pid"] is None:
             continue
@@ -144,9 +150,8 @@ def _processes(rows: list[Row], input_patterns: Sequence[str]) -> dict[tuple[str
             p.windows.append((name, r["start_ns"], r["end_ns"]))
         if r["kind"] in ("range", "cpu_op"):
             key = (r["source"], r["pid"], name)
-            if COMPILE_ALWAYS.search(name) or (COMPILE_FIRST_ONLY.match(name) and key not in first_seen):
+            if COMPILE_ALWAYS.search(name) or (COMPILE_FIRST_ONLY.match(name) and r["start_ns"] == first_start[key]):
                 p.compile_ids.add(id(r))
-            first_seen.add(key)
     for p in procs.values():
         p.windows.sort(key=lambda w: (w[1], w[2]))
     return procs

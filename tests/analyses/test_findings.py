@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 import traceq
+import traceq.analyses.operators
 from tracegen import KERNELS, MEMORY_BOUND_CLASSES, build_timeline, preset, write_kineto_ranks, write_nsys_sqlite
 from traceq.analyses import analyze
 from traceq.analyses.findings import FINDING_IDS, FIRE_SHARE, find_findings
@@ -190,6 +191,15 @@ def test_launch_bound_numbers() -> None:
     assert f"{t_k / max(t_k, t_cpu):.0%}" in f.evidence[0].text
     assert device.regime is not None and device.regime.verdict == "overhead-bound"
     check_title(f, "(rank 0, GPU 0)")
+    # each kernel's launch gaps name an op that launched it (here, without cpu_op rows in the nsys
+    # export: the innermost NVTX range around the launch)
+    ops = traceq.analyses.operators.activity_operators(events).filter(pl.col("kind") == "kernel")
+    ops_of = {name: set(o) for name, o in ops.group_by("name").agg(pl.col("op_name").drop_nulls()).iter_rows()}
+    per_kernel = [e for e in f.evidence if "launch gaps (" in e.text and e.name]
+    assert per_kernel
+    for e in per_kernel:  # a kernel launched outside every range (the backward pass here) names none
+        assert any(f"(from {op})" in e.text for op in ops_of[e.name]) if ops_of[e.name] else "(from" not in e.text
+    assert any("(from DistributedDataParallel.forward)" in e.text for e in per_kernel)
 
 
 def test_host_sync_numbers() -> None:

@@ -150,7 +150,7 @@ def figures(page: str) -> dict[str, Any]:
     return payload
 
 
-SECTIONS: Final = ("findings", "breakdown", "idle", "timeline", "kernels", "import", "sources")
+SECTIONS: Final = ("findings", "breakdown", "idle", "timeline", "kernels", "operators", "phases", "import", "sources")
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +167,7 @@ def test_every_section_is_present_in_order(samples: Path, sample: str) -> None:
     ids = re.findall(r'<section id="([a-z]+)">', page)
     expected = list(SECTIONS)
     if sample == "ranks":
-        expected.insert(5, "ranks")
+        expected.insert(7, "ranks")
     assert ids == expected
     charts = set(figures(page)["figures"])
     assert {"chart-steps", "chart-idle", "chart-timeline"} <= charts
@@ -262,7 +262,7 @@ def test_mfu_section_when_present(samples: Path) -> None:
     mfu = Mfu(6e9, 8e9, 4096.0, 1, 989e12, "NVIDIA H100 80GB HBM3", 0.41, 0.52, steps)
     page = render_html(dataclasses.replace(report, mfu=mfu), cdn=True)
     ids = re.findall(r'<section id="([a-z]+)">', page)
-    assert ids.index("mfu") == ids.index("kernels") + 1
+    assert ids.index("mfu") == ids.index("phases") + 1
     section = page[page.index('<section id="mfu">') : page.index('<section id="import">')]
     assert "<dt>mean MFU</dt><dd>41.0%</dd>" in section and "989.0 TFLOP/s" in section
     assert section.count('<td class="n">41.0%</td>') == len(steps)

@@ -17,6 +17,7 @@ from traceq import intervals as iv
 from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice, with_step
 from traceq.analyses.host_state import cpu_rows, loader_ranges, sync_calls
 from traceq.analyses.model import Evidence, Finding
+from traceq.analyses.operators import activity_operators
 from traceq.analyses.regimes import SHORT_GAP_NS
 from traceq.units import evidence_ns, format_share, short_kernel_name, step_position
 
@@ -79,6 +80,19 @@ def _steady_gaps(ctx: FindingContext, d: DeviceTotals, cause: str) -> pl.DataFra
     return ctx.gaps.filter((pl.col("dev") == d.dev) & (pl.col(f"{cause}_ns") > 0) & (pl.col("in_steps_ns") > 0))
 
 
+def _with_operators(ctx: FindingContext, gaps: pl.DataFrame) -> pl.DataFrame:
+    """``gaps`` with ``op_name``: the operator that launched the activity ending each one
+    (``docs/analyses.md``, "Operators"), null where none did."""
+    ops = (
+        activity_operators(ctx.events, step_pattern=ctx.analysis.step_pattern)
+        .filter(pl.col("correlation").is_not_null())
+        .select("source", "pid", pl.col("correlation").alias("next_correlation"), "op_name")
+        .unique(subset=["source", "pid", "next_correlation"], keep="first")
+    )
+    keyed = gaps.with_columns(pl.col("source").cast(pl.String))
+    return keyed.join(ops, on=["source", "pid", "next_correlation"], how="left", nulls_equal=False)
+
+
 def launch_bound(ctx: FindingContext, worst: WorstDevice) -> Finding:
     """The host takes longer to issue each kernel than the GPU takes to run it (seed 000's
     launch-bound criterion t_cpu > t_k): the GPU idles between short kernels."""
@@ -111,17 +125,24 @@ def launch_bound(ctx: FindingContext, worst: WorstDevice) -> Finding:
         )
     ]
     by_kernel = (
-        gaps.group_by("next_name")
-        .agg(pl.len().alias("n"), pl.col("overhead_ns").sum().alias("idle_ns"), pl.col("next_dur_ns").median())
+        _with_operators(ctx, gaps)
+        .group_by("next_name")
+        .agg(
+            pl.len().alias("n"),
+            pl.col("overhead_ns").sum().alias("idle_ns"),
+            pl.col("next_dur_ns").median(),
+            pl.col("op_name").drop_nulls().mode().sort().first().alias("op_name"),
+        )
         .sort(["idle_ns", "next_name"], descending=[True, False])
         .head(MAX_GROUPS)
     )
-    for name, n, total, dur in by_kernel.iter_rows():
+    for name, n, total, dur, op in by_kernel.iter_rows():
+        origin = f" (from {op})" if op else ""
         evidence.append(
             Evidence(
                 text=(
                     f"{n} launch gaps ({n / max(d.windows, 1):.1f} per step, {evidence_ns(total)} idle) before "
-                    f"{short_kernel_name(name)} (median {evidence_ns(dur)})"
+                    f"{short_kernel_name(name)}{origin} (median {evidence_ns(dur)})"
                 ),
                 rank=d.rank,
                 device=d.device,

@@ -200,7 +200,8 @@ def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
 
 
 def _first_of_name(region: pl.Expr) -> pl.Expr:
-    """True on the first row (by start) of each (source, pid, name) among the ``region`` rows."""
+    """True on the first rows (by start; every row at the earliest start) of each (source, pid, name)
+    among the ``region`` rows."""
     order = pl.when(region).then(pl.col("start_ns")).otherwise(None)
     return order == order.min().over("source", "pid", "name")
 

@@ -224,6 +224,45 @@ class KernelStat:
 
 
 @dataclass(frozen=True)
+class OperatorStat:
+    """One operator over the whole trace: the GPU work launched from inside it (ns;
+    ``docs/analyses.md``, "Operators")."""
+
+    name: str
+    """The operator (``aten::mm``), or ``(no operator)`` for work launched outside every op."""
+    calls: int
+    """Operator ranges that launched work (a CUDA-graph replay's op counts once)."""
+    activities: int
+    kernels: int
+    gpu_ns: int
+    """Summed durations of the activities it launched."""
+    share: float
+    """``gpu_ns`` over the summed durations of every GPU activity in the trace."""
+
+
+@dataclass(frozen=True)
+class PhaseBreakdown:
+    """One device's step time inside one phase (ns; ``docs/analyses.md``, "Phases"): a device's
+    phases, ``(no phase)`` included, sum to its totals."""
+
+    rank: int | None
+    device: int
+    pid: int | None
+    source: str
+    phase: str
+    ranges: int
+    """The phase's ranges in the device's process."""
+    activities: int
+    """GPU activities launched in it (innermost phase)."""
+    dur_ns: int
+    compute_ns: int
+    comm_ns: int
+    exposed_comm_ns: int
+    idle_ns: int
+    idle_by_cause_ns: Mapping[str, int]
+
+
+@dataclass(frozen=True)
 class Analysis:
     """Everything :func:`traceq.analyses.analyze` computes.
 
@@ -240,6 +279,10 @@ class Analysis:
     gaps: tuple[Gap, ...]
     kernels: tuple[KernelStat, ...]
     gap_table: pl.DataFrame = field(repr=False, compare=False)
+    operators: tuple[OperatorStat, ...] = ()
+    """The operators with the most GPU time (as many as ``kernels`` lists), from ``operator_table``."""
+    phases: tuple[PhaseBreakdown, ...] = ()
+    """Every device's phases, from ``phase_table``."""
     gaps_total: int | None = field(default=None, repr=False, compare=False)
     """Gaps in all, where ``gap_table`` does not hold them all; None: ``gap_table.height``."""
     kernel_totals: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
@@ -249,10 +292,16 @@ class Analysis:
     """Per dev and cause, the idle ns (:class:`traceq.analyses.attribution.Attribution`); empty in an
     analysis merged from a job's parts."""
     windows: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
-    options: Options = field(default_factory=Options, repr=False, compare=False)
-    """What the analysis was asked (the step pattern, the input pattern, whether warm-up counts)."""
     """The step windows (:func:`traceq.analyses.steps.step_windows`: dev, window, step, name, start_ns,
     end_ns); no rows in an analysis merged from a job's parts."""
+    options: Options = field(default_factory=Options, repr=False, compare=False)
+    """What the analysis was asked (the step pattern, the input pattern, whether warm-up counts)."""
+    operator_table: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
+    """Per device and operator, the GPU work it launched (:func:`traceq.analyses.operators.operator_table`;
+    ``docs/analyses.md``, "Operators")."""
+    phase_table: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
+    """Per device and phase, its step time (:func:`traceq.analyses.phases.phase_table`;
+    ``docs/analyses.md``, "Phases")."""
 
     @property
     def gap_count(self) -> int:

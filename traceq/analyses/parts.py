@@ -45,7 +45,8 @@ from traceq.analyses.findings import JOB_RULES, RANKED_RULES, rank_findings
 from traceq.analyses.findings_base import DeviceTotals, Ranking, WorstDevice, build_context, ranking
 from traceq.analyses.host_state import CPU_KINDS
 from traceq.analyses.job_model import JobAnalysis
-from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, Mfu, StepBreakdown
+from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, Mfu, PhaseBreakdown, StepBreakdown
+from traceq.analyses.operators import top_operators
 from traceq.analyses.options import Options
 from traceq.analyses.steps import DEVICE_KEY, devices
 from traceq.analyses.timeline import TimelineWindow
@@ -89,11 +90,14 @@ class PartSummary:
     coverage: tuple[CoverageRow, ...]
     """Per process, its launches and the GPU work the trace holds of them
     (:func:`~traceq.analyses.completeness.work_coverage`)."""
+    operator_table: pl.DataFrame = field(default_factory=pl.DataFrame)
+    """Per device and operator (:func:`~traceq.analyses.operators.operator_table`)."""
+    phases: tuple[PhaseBreakdown, ...] = ()
 
     def estimated_size(self) -> int:
         """Bytes held, roughly: the frames, plus a few hundred per listed item."""
-        frames = (self.device_table, self.longest_gaps, self.kernel_totals, self.comm_kernels)
-        items = len(self.breakdown) + len(self.steps) + len(self.totals) + len(self.coverage)
+        frames = (self.device_table, self.longest_gaps, self.kernel_totals, self.comm_kernels, self.operator_table)
+        items = len(self.breakdown) + len(self.steps) + len(self.totals) + len(self.coverage) + len(self.phases)
         items += sum(len(r) for r in self.rankings.values())
         return int(sum(f.estimated_size() for f in frames)) + 300 * items
 
@@ -125,6 +129,8 @@ def summarise_part(
         rankings=rankings,
         comm_kernels=comm.select(COMM_COLUMNS),
         coverage=coverage_rows(events),
+        operator_table=analysis.operator_table,
+        phases=analysis.phases,
     )
 
 
@@ -179,6 +185,11 @@ def merge_parts(parts: Sequence[PartSummary], options: Options) -> MergedParts:
                 totals_by_dev[dev] = replace(part.totals[local], dev=dev)
     gaps = pl.concat([p.longest_gaps for p in parts], how="vertical_relaxed") if parts else pl.DataFrame()
     kernels = pl.concat([p.kernel_totals for p in parts], how="vertical_relaxed") if parts else pl.DataFrame()
+    operators = [p.operator_table for p in parts if p.operator_table.height]
+    device_order = {(r["source"], r["pid"], r["device"]): i for i, r in enumerate(table.iter_rows(named=True))}
+    phases = sorted(
+        (ph for p in parts for ph in p.phases), key=lambda ph: device_order.get((ph.source, ph.pid, ph.device), 0)
+    )
     analysis = Analysis(
         step_pattern=options.step_pattern,
         devices=tuple(d for d in by_dev if d is not None),
@@ -189,6 +200,8 @@ def merge_parts(parts: Sequence[PartSummary], options: Options) -> MergedParts:
         gaps_total=sum(p.gaps_total for p in parts),
         kernel_totals=kernels,
         options=options,
+        operators=top_operators(pl.concat(operators, how="vertical_relaxed"), options.top_kernels) if operators else (),
+        phases=tuple(phases),
     )
     rankings = {
         rule.id: tuple(

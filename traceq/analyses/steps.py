@@ -196,3 +196,45 @@ def step_windows(events: pl.DataFrame, device_table: pl.DataFrame, pattern: str)
         pl.col("last_ns").alias("end_ns"),
     )
     return pl.concat([stepped, fallback], how="vertical_relaxed").sort("dev", "start_ns", "end_ns")
+
+
+def step_index(events: pl.DataFrame, pattern: str) -> pl.Series:
+    """Per row of ``events``, in order, the ``step`` (Int64: the last number in the range name) of the
+    step window its start lies in (``start_ns <= row.start_ns < end_ns``): CPU rows by their
+    process's step ranges, GPU rows by their device's, which are their process's (a step belongs to
+    the process that recorded it and applies to every device it launched work on).  Null outside
+    every window and for a step range without a number; of overlapping windows, the latest-starting.
+    """
+    regex = compile_step_pattern(pattern)
+    ranges = (
+        events.lazy()
+        .filter((pl.col("kind") == "range") & pl.col("tid").is_not_null())
+        .select(pl.col("source").cast(pl.String), "pid", pl.col("name").cast(pl.String), "start_ns", "end_ns")
+        .filter(pl.col("name").str.contains(regex))
+        .select(
+            "source",
+            "pid",
+            pl.col("start_ns").alias("_t"),
+            pl.col("end_ns").alias("_end"),
+            pl.col("name").str.extract(_LAST_NUMBER).cast(pl.Int64).alias("step"),
+        )
+        .unique()
+        .sort("_t")
+        .collect()
+    )
+    rows = events.lazy().select(
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
+        pl.col("source").cast(pl.String),
+        "pid",
+        pl.col("start_ns").alias("_t"),
+    )
+    if ranges.is_empty():
+        return pl.Series("step", [None] * events.height, dtype=pl.Int64)
+    found = (
+        rows.sort("_t")
+        .join_asof(ranges.lazy(), on="_t", by=["source", "pid"], strategy="backward", check_sortedness=False)
+        .select("_row", pl.when(pl.col("_t") < pl.col("_end")).then(pl.col("step")).alias("step"))
+        .sort("_row")
+        .collect()
+    )
+    return found.get_column("step")

@@ -17,6 +17,8 @@ from traceq.analyses.model import (
     Gap,
     KernelStat,
     Mfu,
+    OperatorStat,
+    PhaseBreakdown,
     StepBreakdown,
     WithheldFinding,
 )
@@ -53,6 +55,10 @@ class Report:
     kernel_names: int | None = None
     """How many distinct kernel names the trace holds (``kernels`` lists the ``--top-kernels`` with the
     most time); None in a report saved by a traceq that did not count them."""
+    operators: tuple[OperatorStat, ...] = ()
+    """The operators with the most GPU time (``docs/analyses.md``, "Operators")."""
+    phases: tuple[PhaseBreakdown, ...] = ()
+    """Every device's step time by phase (``docs/analyses.md``, "Phases")."""
     caveats: tuple[DataCaveat, ...] = ()
     """GPU work the trace lacks (rows skipped on import, launches never recorded), beside the numbers
     it affects (``docs/findings.md``, "Incomplete data")."""

@@ -14,6 +14,7 @@ import click
 
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.model import CAUSES, DataCaveat, DeviceBreakdown, Finding, Regime, WithheldFinding
+from traceq.analyses.phases import NO_PHASE
 from traceq.report.model import Report
 from traceq.report.notes import caveat_note, comm_kernels, comm_summary, unknown_idle_note
 from traceq.units import device_label, format_ns, pct, printable, shorten
@@ -84,6 +85,13 @@ def render_text(report: Report) -> str:
     if report.kernels:
         lines.append("")
         lines.extend(_kernels(report))
+    if report.operators:
+        lines.append("")
+        lines.extend(_operators(report))
+    phases = _phases(report)
+    if phases:
+        lines.append("")
+        lines.extend(phases)
     return "\n".join(lines) + "\n"
 
 
@@ -259,4 +267,34 @@ def _kernels(report: Report, limit: int = 8) -> list[str]:
     for k in report.kernels[:limit]:
         row = f"  {100 * k.share:5.1f}% {format_ns(k.total_ns):>10} {k.count:>7,}  "
         out.append(row + shorten(printable(k.name), WIDTH - len(row)))
+    return out
+
+
+def _operators(report: Report, limit: int = 8) -> list[str]:
+    out = [_heading("top operators by GPU time"), f"  {'share':>6} {'total':>10} {'kernels':>7}  operator"]
+    for op in report.operators[:limit]:
+        row = f"  {100 * op.share:5.1f}% {format_ns(op.gpu_ns):>10} {op.kernels:>7,}  "
+        out.append(row + shorten(printable(op.name), WIDTH - len(row)))
+    return out
+
+
+def _phases(report: Report, limit: int = 6) -> list[str]:
+    """Per device with phases: its longest phases, each as a share of its step time."""
+    named = {(p.source, p.pid, p.device) for p in report.phases if p.phase != NO_PHASE}
+    if not named:
+        return []
+    out = [_heading("phases (GPU work by launch, idle by host)")]
+    out.append(f"  {'share':>6} {'time':>10} {'compute':>8} {'exp comm':>8} {'idle':>8}  phase")
+    for key in sorted(named, key=lambda k: (k[0], k[1] or 0, k[2])):
+        rows = [p for p in report.phases if (p.source, p.pid, p.device) == key]
+        total = sum(p.dur_ns for p in rows)
+        out.append(f"  {device_label(rows[0].rank, rows[0].device, pid=rows[0].pid)}")
+        for p in rows[:limit]:
+            row = (
+                f"  {pct(p.dur_ns, total):>6} {format_ns(p.dur_ns):>10} {pct(p.compute_ns, p.dur_ns):>8} "
+                f"{pct(p.exposed_comm_ns, p.dur_ns):>8} {pct(p.idle_ns, p.dur_ns):>8}  "
+            )
+            out.append(row + shorten(printable(p.phase), WIDTH - len(row)))
+        if len(rows) > limit:
+            out.append(f"  … and {len(rows) - limit} more phases")
     return out

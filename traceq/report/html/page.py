@@ -49,7 +49,7 @@ from typing import Any, Final
 import plotly.offline
 from markupsafe import Markup
 
-from traceq.report.html import sections_overview, sections_ranks, sections_sources, sections_steps
+from traceq.report.html import sections_explore, sections_overview, sections_ranks, sections_sources, sections_steps
 from traceq.report.html.charts_job import arrivals_figure, rank_comparison_figure, skew_heatmap_figure
 from traceq.report.html.charts_steps import idle_by_cause_figure, step_breakdown_figure
 from traceq.report.html.charts_timeline import timeline_figure
@@ -97,6 +97,8 @@ def render_html(report: Report, *, cdn: bool = False) -> str:
         Section("idle", "Idle by cause", sections_steps.idle(report, "chart-idle" in drawn)),
         Section("timeline", "Timeline", sections_steps.timeline(report, "chart-timeline" in drawn)),
         Section("kernels", "Top kernels", sections_steps.kernels(report)),
+        Section("operators", "Top operators", sections_explore.operators(report)),
+        Section("phases", "Phases", sections_explore.phases(report)),
     ]
     if "chart-ranks" in drawn or report.job is not None:
         sections.append(Section("ranks", "Ranks", sections_ranks.ranks(report, set(drawn))))
