@@ -248,7 +248,8 @@ def loading(paths: tuple[Path, ...]) -> Iterator[dict[str, Any]]:
     Yields the context's loading options (``traceq.jobs``, ``traceq.scheduler``; see :func:`executor_of`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheWarning)
-        with import_progress(list(paths)):
+        quiet = bool(click.get_current_context().meta.get("traceq.quiet"))
+        with import_progress(list(paths), enabled=not quiet):
             yield click.get_current_context().meta
     for warning in caught:
         if issubclass(warning.category, CacheWarning):
