@@ -6,7 +6,23 @@ Reads Nsight Systems exports and PyTorch-profiler (Kineto) traces into one colum
 
 from __future__ import annotations
 
-from traceq.api import Analysis, ModelSpec, Report, Trace, TraceMeta, analyze, info, load, mfu, report
+from traceq.api import (
+    Analysis,
+    ModelSpec,
+    Report,
+    Tables,
+    Trace,
+    TraceMeta,
+    analyze,
+    annotate,
+    info,
+    load,
+    mfu,
+    report,
+    sql,
+    tables,
+    to_sqlite,
+)
 from traceq.errors import TraceqError
 
 __version__ = "0.1.0"
@@ -15,13 +31,18 @@ __all__ = [
     "Analysis",
     "ModelSpec",
     "Report",
+    "Tables",
     "Trace",
     "TraceMeta",
     "TraceqError",
     "__version__",
     "analyze",
+    "annotate",
     "info",
     "load",
     "mfu",
     "report",
+    "sql",
+    "tables",
+    "to_sqlite",
 ]

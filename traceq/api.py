@@ -6,6 +6,7 @@ t = traceq.load("step.sqlite")     # .nsys-rep, .json(.gz), a directory, several
 a = traceq.analyze(t)              # step breakdown, every gap and its cause, top kernels
 r = traceq.report(t)               # what `traceq report` renders (r.to_dict() is the JSON)
 r = traceq.report("job/", executor=4)   # a job's ranks, file by file on 4 processes
+traceq.sql(t, "SELECT cause, sum(dur_ns) FROM gaps GROUP BY cause")   # docs/sql.md
 ```
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import polars as pl
 
 from traceq import schema
 from traceq.analyses import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS, Analysis, Options
@@ -28,6 +31,9 @@ from traceq.cache import Cache
 from traceq.comm_kernels import check_patterns
 from traceq.errors import InvalidArgumentError
 from traceq.executors import ExecutorSpec
+from traceq.exports.chrome import annotated_events, write_annotated
+from traceq.exports.sqlite import write_tables
+from traceq.exports.tables import Tables
 from traceq.importers import Format
 from traceq.loading import load
 from traceq.pipeline import report_parts, report_paths
@@ -39,14 +45,19 @@ __all__ = [
     "JobAnalysis",
     "ModelSpec",
     "Report",
+    "Tables",
     "Trace",
     "TraceMeta",
     "analyze",
+    "annotate",
     "info",
     "job",
     "load",
     "mfu",
     "report",
+    "sql",
+    "tables",
+    "to_sqlite",
 ]
 
 
@@ -198,3 +209,59 @@ def report(
             hint="pass the paths instead of the Trace, or load them with traceq.load(..., executor=...)",
         )
     return report_parts([trace], options, model, gpus, peak_tflops)
+
+
+def tables(
+    trace: Trace,
+    *,
+    step_pattern: str = DEFAULT_STEP_PATTERN,
+    input_pattern: str | None = None,
+    all_steps: bool = False,
+    comm_patterns: Sequence[str] = (),
+    default_comm_patterns: bool = True,
+) -> Tables:
+    """The named tables of ``trace`` (``docs/sql.md``: ``events``, ``kernels``, ``api``, ``ranges``,
+    ``gaps``, ``steps``, ``devices``, ...), each built once, on first use: ``.frame(name)`` is a
+    polars DataFrame, ``.sql(query)`` runs polars' SQL over them.  The options are :func:`analyze`'s.
+    """
+    options = _options(
+        step_pattern,
+        DEFAULT_MAX_GAPS,
+        DEFAULT_TOP_KERNELS,
+        input_pattern=input_pattern,
+        all_steps=all_steps,
+        comm_patterns=comm_patterns,
+        default_comm_patterns=default_comm_patterns,
+    )
+    return Tables(trace.events, options, metadata=trace.metadata_tables())
+
+
+def sql(trace: Trace, query: str, **options: Any) -> pl.DataFrame:
+    """``query`` (polars' SQL) over the named tables of ``trace`` (:func:`tables`, which takes the
+    same keyword options).  A query that fails raises :class:`~traceq.errors.InvalidArgumentError`."""
+    return tables(trace, **options).sql(query)
+
+
+def to_sqlite(trace: Trace, path: str | Path, **options: Any) -> Path:
+    """Write the named tables of ``trace`` (:func:`tables`, same keyword options) into a new SQLite
+    file ``path`` (``docs/sql.md``: ``events`` indexed by time, kind and name; ``kernels``, ``api``
+    and ``ranges`` views over it).  :meth:`Trace.to_sqlite` writes the event table alone."""
+    out = Path(path)
+    write_tables(out, tables(trace, **options))
+    return out
+
+
+def annotate(trace: Trace, **options: Any) -> str:
+    """The annotated Chrome trace of ``trace`` as JSON text (``docs/perfetto.md``): its events, an
+    idle-by-cause track and a step track per device, the findings as instant events.  The
+    options are :func:`report`'s analysis options; the trace must hold one source."""
+    result = report(trace, **options)
+    known = ("step_pattern", "input_pattern", "all_steps", "comm_patterns", "default_comm_patterns")
+    analysis = analyze(trace, **{k: v for k, v in options.items() if k in known})
+    return annotated_events(trace.events, trace.meta.sources, analysis, result.findings)
+
+
+def write_annotated_trace(path: Path, document: str, *, compress: bool | None = None) -> None:
+    """Write :func:`annotate`'s document to ``path``, gzip-compressed where ``compress`` (default:
+    where ``path`` ends in ``.gz``)."""
+    write_annotated(path, document, compress=path.name.lower().endswith(".gz") if compress is None else compress)
