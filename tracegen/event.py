@@ -60,6 +60,9 @@ class Event:
     user_annotation: bool = False
     """A ``record_function`` range: Kineto ``user_annotation`` on the CPU, ``gpu_user_annotation``
     when projected onto a stream; an NVTX push/pop range in nsys."""
+    nvtx_start_end: bool = False
+    """A range that need not nest (``nvtxRangeStart``/``End``: nsys ``eventType`` 60; a user
+    annotation in Kineto) rather than a push/pop range."""
     graph_id: int | None = None
     """The CUDA graph a kernel ran in (nsys ``graphId``, Kineto ``graph id``); None outside graphs."""
 

@@ -166,7 +166,7 @@ class _Writer:
                 self.ev_idx += 1
                 yield (
                     f'  {{\n    "ph": "X", "cat": "{kineto_category(e)}", "name": {self.name(name)}, "pid": {p.pid}, '
-                    f'"tid": {tid},\n    "ts": {ts}, "dur": {dur},\n    "args": {{\n      {ext}, '
+                    f'"tid": {tid},\n    "ts": {ts}, "dur": {dur},\n    "args": {{\n      {ext + ", " if ext else ""}'
                     f'"Record function id": {(e.external_id or 0) + ext_base}, '
                     f'"Ev Idx": {self.ev_idx - 1}\n    }}\n  }}'
                 )

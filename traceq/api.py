@@ -6,6 +6,7 @@ t = traceq.load("step.sqlite")     # .nsys-rep, .json(.gz), a directory, several
 a = traceq.analyze(t)              # step breakdown, every gap and its cause, top kernels
 r = traceq.report(t)               # what `traceq report` renders (r.to_dict() is the JSON)
 r = traceq.report("job/", executor=4)   # a job's ranks, file by file on 4 processes
+traceq.operators(t), traceq.phases(t)  # GPU time by launching operator, by phase (DataFrames)
 traceq.sql(t, "SELECT cause, sum(dur_ns) FROM gaps GROUP BY cause")   # docs/sql.md
 ```
 """
@@ -26,6 +27,9 @@ from traceq.analyses.job import analyze_job
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
 from traceq.analyses.model import Mfu
+from traceq.analyses.operators import activity_operators as _activity_operators
+from traceq.analyses.operators import operator_table
+from traceq.analyses.steps import compile_step_pattern, devices
 from traceq.analyses.unlaunched import launch_coverage
 from traceq.cache import Cache
 from traceq.comm_kernels import check_patterns
@@ -48,12 +52,15 @@ __all__ = [
     "Tables",
     "Trace",
     "TraceMeta",
+    "activity_operators",
     "analyze",
     "annotate",
     "info",
     "job",
     "load",
     "mfu",
+    "operators",
+    "phases",
     "report",
     "sql",
     "tables",
@@ -87,11 +94,15 @@ def _options(
     all_steps: bool,
     comm_patterns: Sequence[str],
     default_comm_patterns: bool,
+    phase_patterns: Sequence[str] = (),
 ) -> Options:
     """The :class:`Options` of the keyword arguments, the user's regexes checked first."""
     if isinstance(comm_patterns, str):
         comm_patterns = (comm_patterns,)
+    if isinstance(phase_patterns, str):
+        phase_patterns = (phase_patterns,)
     check_patterns(comm_patterns, "comm pattern")
+    check_patterns(phase_patterns, "phase pattern")
     if input_pattern is not None:
         check_patterns((input_pattern,), "input pattern")
     return Options(
@@ -102,6 +113,7 @@ def _options(
         all_steps=all_steps,
         comm_patterns=tuple(comm_patterns),
         default_comm_patterns=default_comm_patterns,
+        phase_patterns=tuple(phase_patterns),
     )
 
 
@@ -115,13 +127,15 @@ def analyze(
     all_steps: bool = False,
     comm_patterns: Sequence[str] = (),
     default_comm_patterns: bool = True,
+    phase_patterns: Sequence[str] = (),
 ) -> Analysis:
     """Per device and step: compute, communication, exposed communication, idle time by cause.
 
     Definitions: ``docs/analyses.md``.  ``max_gaps`` bounds ``Analysis.gaps`` (longest first;
     ``Analysis.gap_table`` keeps every gap); ``top_kernels`` bounds ``Analysis.kernels``;
-    ``input_pattern``, ``all_steps``, ``comm_patterns`` and ``default_comm_patterns`` as
-    :func:`report`.
+    ``input_pattern``, ``all_steps``, ``comm_patterns``, ``default_comm_patterns`` and
+    ``phase_patterns`` as :func:`report`.  ``Analysis.operator_table`` and ``Analysis.phase_table``
+    are :func:`operators` and :func:`phases`.
     """
     options = _options(
         step_pattern,
@@ -131,8 +145,52 @@ def analyze(
         all_steps=all_steps,
         comm_patterns=comm_patterns,
         default_comm_patterns=default_comm_patterns,
+        phase_patterns=phase_patterns,
     )
     return _analyze(trace.events, options)
+
+
+def activity_operators(trace: Trace, *, step_pattern: str = DEFAULT_STEP_PATTERN) -> pl.DataFrame:
+    """Every GPU activity (kernel, memcpy, memset) with the call that launched it and the operator
+    and module it was launched from (``docs/analyses.md``, "Operators"; columns:
+    :func:`traceq.analyses.operators.activity_operators`)."""
+    return _activity_operators(trace.events, step_pattern=compile_step_pattern(step_pattern))
+
+
+def operators(trace: Trace, *, step_pattern: str = DEFAULT_STEP_PATTERN) -> pl.DataFrame:
+    """The operator table: per device and operator, the GPU work it launched, most GPU time first
+    (``docs/analyses.md``, "Operators").
+
+    Columns: rank, device, pid, source, op_name (String; null: work with no operator), calls,
+    activities, kernels, gpu_ns, mean_ns, max_ns (Int64), share (Float64)."""
+    attributed = _activity_operators(trace.events, step_pattern=compile_step_pattern(step_pattern))
+    return operator_table(attributed, devices(trace.events))
+
+
+def phases(
+    trace: Trace,
+    *,
+    phase_patterns: Sequence[str] = (),
+    step_pattern: str = DEFAULT_STEP_PATTERN,
+    input_pattern: str | None = None,
+    comm_patterns: Sequence[str] = (),
+    default_comm_patterns: bool = True,
+) -> pl.DataFrame:
+    """The phase table: per device and phase, its step time, GPU work projected by launch, idle by
+    cause and exposed communication (``docs/analyses.md``, "Phases"); the columns of every device
+    sum to its totals.
+
+    Columns: rank, device, pid, source, phase (String), ranges, activities, dur_ns, compute_ns,
+    comm_ns, exposed_comm_ns, idle_ns, ``idle_<cause>_ns`` (Int64).  ``phase_patterns``: regexes
+    naming the phase ranges (default: every CPU range that is no step, operator or module range)."""
+    return analyze(
+        trace,
+        step_pattern=step_pattern,
+        input_pattern=input_pattern,
+        comm_patterns=comm_patterns,
+        default_comm_patterns=default_comm_patterns,
+        phase_patterns=phase_patterns,
+    ).phase_table
 
 
 def job(trace: Trace, analysis: Analysis) -> JobAnalysis | None:
@@ -167,6 +225,7 @@ def report(
     all_steps: bool = False,
     comm_patterns: Sequence[str] = (),
     default_comm_patterns: bool = True,
+    phase_patterns: Sequence[str] = (),
     model: ModelSpec | None = None,
     gpus: int | None = None,
     peak_tflops: float | None = None,
@@ -175,20 +234,21 @@ def report(
     executor: ExecutorSpec = None,
 ) -> Report:
     """The report every renderer draws: the step breakdown, the findings, MFU when ``model`` is
-    given, a timeline excerpt, and the cross-rank job analysis with two or more devices;
-    ``.to_dict()`` is the JSON report.
+        given, a timeline excerpt, and the cross-rank job analysis with two or more devices;
+        ``.to_dict()`` is the JSON report.
 
-    ``trace`` is a loaded :class:`Trace`, or what :func:`load` takes: a file, a directory, several
-    files.  Several files (a job's ranks) are reported **file by file** (:mod:`traceq.pipeline`):
-    each file is read and summarised by a worker on ``executor`` (as :func:`load`'s), and no process
-    holds more than one file's events; the report is the same as that of the loaded job.  ``fmt``,
-    ``cache`` and ``executor`` say how to read files, so they are for paths only.
+        ``trace`` is a loaded :class:`Trace`, or what :func:`load` takes: a file, a directory, several
+        files.  Several files (a job's ranks) are reported **file by file** (:mod:`traceq.pipeline`):
+        each file is read and summarised by a worker on ``executor`` (as :func:`load`'s), and no process
+        holds more than one file's events; the report is the same as that of the loaded job.  ``fmt``,
+        ``cache`` and ``executor`` say how to read files, so they are for paths only.
 
-    ``input_pattern``: a regex naming the user's own data-loading ranges (besides PyTorch's
-    DataLoader); ``all_steps``: keep warm-up steps in the steady state; ``comm_patterns``: regexes of
-    more communication kernels, added to :data:`traceq.comm_kernels.DEFAULT_COMM_PATTERNS`, or
-    replacing them with ``default_comm_patterns=False`` (``docs/analyses.md``).  A pattern that is
-    no valid regex raises :class:`~traceq.errors.InvalidArgumentError` before anything is read.
+        ``input_pattern``: a regex naming the user's own data-loading ranges (besides PyTorch's
+        DataLoader); ``all_steps``: keep warm-up steps in the steady state; ``comm_patterns``: regexes of
+        more communication kernels, added to :data:`traceq.comm_kernels.DEFAULT_COMM_PATTERNS`, or
+        replacing them with ``default_comm_patterns=False``; ``phase_patterns``: regexes naming the CPU
+    ranges, ops or Python frames that are phases (``docs/analyses.md``, "Phases").  A pattern that is
+        no valid regex raises :class:`~traceq.errors.InvalidArgumentError` before anything is read.
     """
     options = _options(
         step_pattern,
@@ -198,6 +258,7 @@ def report(
         all_steps=all_steps,
         comm_patterns=comm_patterns,
         default_comm_patterns=default_comm_patterns,
+        phase_patterns=phase_patterns,
     )
     if not isinstance(trace, Trace):
         return report_paths(
@@ -219,6 +280,7 @@ def tables(
     all_steps: bool = False,
     comm_patterns: Sequence[str] = (),
     default_comm_patterns: bool = True,
+    phase_patterns: Sequence[str] = (),
 ) -> Tables:
     """The named tables of ``trace`` (``docs/sql.md``: ``events``, ``kernels``, ``api``, ``ranges``,
     ``gaps``, ``steps``, ``devices``, ...), each built once, on first use: ``.frame(name)`` is a
@@ -232,6 +294,7 @@ def tables(
         all_steps=all_steps,
         comm_patterns=comm_patterns,
         default_comm_patterns=default_comm_patterns,
+        phase_patterns=phase_patterns,
     )
     return Tables(trace.events, options, metadata=trace.metadata_tables())
 
@@ -256,7 +319,7 @@ def annotate(trace: Trace, **options: Any) -> str:
     idle-by-cause track and a step track per device, the findings as instant events.  The
     options are :func:`report`'s analysis options; the trace must hold one source."""
     result = report(trace, **options)
-    known = ("step_pattern", "input_pattern", "all_steps", "comm_patterns", "default_comm_patterns")
+    known = ("step_pattern", "input_pattern", "all_steps", "comm_patterns", "default_comm_patterns", "phase_patterns")
     analysis = analyze(trace, **{k: v for k, v in options.items() if k in known})
     return annotated_events(trace.events, trace.meta.sources, analysis, result.findings)
 

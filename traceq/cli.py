@@ -250,7 +250,7 @@ def sql(
     comm_patterns: tuple[str, ...],
 ) -> None:
     """Run an SQL query (polars' SQL) over the trace's named tables: events, kernels, api, ranges,
-    gaps, steps, devices, import_stats, sources (columns and ten examples: docs/sql.md).
+    gaps, steps, devices, operators, phases, import_stats, sources (columns, examples: docs/sql.md).
 
     traceq sql run.pt.trace.json.gz "SELECT cause, sum(dur_ns) AS ns FROM gaps GROUP BY cause"
     """

@@ -224,7 +224,7 @@ def _nvtx_rows(timeline: Timeline, procs: Iterable[ProcessInfo]) -> Iterator[tup
                 yield (
                     e.start_ns + off,
                     e.end_ns + off,
-                    59,
+                    60 if e.nvtx_start_end else 59,
                     None,
                     None,
                     None,

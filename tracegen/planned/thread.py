@@ -6,7 +6,8 @@ of :mod:`tracegen.planned.rank`.  The actions, and what each records:
 
 * ``python(ns)``: nothing (unrecorded CPU time: Python, a callback, a GC pause); ``wait_until(t)``.
 * ``step()``, ``range(name)``: a ``ProfilerStep#N`` / user-annotation range (NVTX in nsys) around
-  the block; ``op_range(name)``: a ``cpu_op`` around the block; ``loader(ns)``: the DataLoader's
+  the block; ``start_range(name)`` ... ``end_range(handle)``: one that need not nest (NVTX
+  start/end); ``op_range(name)``: a ``cpu_op`` around the block; ``loader(ns)``: the DataLoader's
   ``enumerate(DataLoader)#...__next__`` range, ``ns`` long.
 * ``op(name, kernel, dur_ns)``: a ``cpu_op`` of ``before_ns`` dispatch, the launch call and
   ``after_ns``, launching one kernel; ``launch(...)``: the bare call.
@@ -85,6 +86,15 @@ class Thread:
         finally:
             self._open.pop()
             self.rank.close(index, self.t)
+
+    def start_range(self, name: str) -> int:
+        """Open a range that need not nest (``nvtxRangeStart``; a user annotation in Kineto); returns
+        what :meth:`end_range` closes.  Launches inside it do not carry its external id."""
+        return self.rank.add("range", self.t, self.t, name, tid=self.tid, user_annotation=True, nvtx_start_end=True)
+
+    def end_range(self, handle: int) -> None:
+        """Close a range opened by :meth:`start_range`, now (``nvtxRangeEnd``)."""
+        self.rank.close(handle, self.t)
 
     def op_range(self, name: str) -> AbstractContextManager[None]:
         """A ``cpu_op`` around the block (an op whose launches the block makes)."""

@@ -78,7 +78,8 @@ def attribute(
     next_start_ns, next_end_ns (null for a trailing interval), launch_name, launch_start_ns,
     launch_end_ns, launch_tid, launch_correlation (A's launch), sync_name, sync_start_ns,
     sync_end_ns, sync_tid, sync_correlation (the sync that blocked or drained, where sync has ns in
-    the interval).
+    the interval), thread (T: the thread whose state the interval's ns are read from; null without
+    one).
     """
     step_names = _step_names(cpu, step_pattern)
     facts = with_neighbours(idle_intervals(activity, windows, n_devices), activity)
@@ -192,4 +193,5 @@ def _with_dominant_cause(facts: pl.DataFrame, measured: list[pl.DataFrame]) -> p
         "launch_tid",
         "launch_correlation",
         *sync_cols,
+        "thread",
     )

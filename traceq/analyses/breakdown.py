@@ -40,7 +40,9 @@ from traceq.analyses.model import (
     StepBreakdown,
     zero_by_cause,
 )
+from traceq.analyses.operators import activity_operators, operator_table
 from traceq.analyses.options import Options
+from traceq.analyses.phases import activity_phases, phase_ranges, phase_table
 from traceq.analyses.regimes import regimes
 from traceq.analyses.steps import devices, gpu_rows, step_windows, with_dev
 from traceq.analyses.unlaunched import unlaunched_activity
@@ -70,6 +72,8 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
     step_rows, gap_in_steps = _measure_windows(activity, windows, attributed, device_table.height)
     gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
     info = device_table.select("dev", "rank", "pid", "device", "source")
+    phases = _phases(cpu, activity, windows, gap_rows, attributed, device_table, options)
+    gap_rows = gap_rows.drop("thread")
     gap_table = (
         gap_rows.join(info, on="dev", how="left")
         .drop("dev")
@@ -96,7 +100,24 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
         windows=windows.with_columns((pl.lit(options.all_steps) | ~pl.col("warmup")).alias("steady")),
         idle_causes=attributed.causes,
         options=options,
+        operator_table=operator_table(activity_operators(events, step_pattern=options.step_pattern), device_table),
+        phase_table=phases,
     )
+
+
+def _phases(
+    cpu: pl.DataFrame,
+    activity: pl.DataFrame,
+    windows: pl.DataFrame,
+    gap_rows: pl.DataFrame,
+    attributed: Attribution,
+    device_table: pl.DataFrame,
+    options: Options,
+) -> pl.DataFrame:
+    """The phase table (:func:`traceq.analyses.phases.phase_table`)."""
+    ranges = phase_ranges(cpu, options.step_pattern, options.phase_patterns)
+    keyed = activity.with_columns(activity_phases(cpu, activity, ranges).alias("phase_key"))
+    return phase_table(keyed, windows, gap_rows, attributed.causes, ranges, device_table)
 
 
 @dataclass(frozen=True)

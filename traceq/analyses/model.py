@@ -243,10 +243,16 @@ class Analysis:
     """Per dev and cause, the idle ns (:class:`traceq.analyses.attribution.Attribution`); empty in an
     analysis merged from a job's parts."""
     windows: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
-    options: Options = field(default_factory=Options, repr=False, compare=False)
-    """What the analysis was asked (the step pattern, the input pattern, whether warm-up counts)."""
     """The step windows (:func:`traceq.analyses.steps.step_windows`: dev, window, step, name, start_ns,
     end_ns); no rows in an analysis merged from a job's parts."""
+    options: Options = field(default_factory=Options, repr=False, compare=False)
+    """What the analysis was asked (the step pattern, the input pattern, whether warm-up counts)."""
+    operator_table: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
+    """Per device and operator, the GPU work it launched (:func:`traceq.analyses.operators.operator_table`;
+    ``docs/analyses.md``, "Operators")."""
+    phase_table: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
+    """Per device and phase, its step time (:func:`traceq.analyses.phases.phase_table`;
+    ``docs/analyses.md``, "Phases")."""
 
     @property
     def gap_count(self) -> int:

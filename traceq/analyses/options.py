@@ -29,7 +29,7 @@ class Options:
     steps; ``max_gaps``: the longest gaps listed (the gap table keeps all); ``top_kernels``: the
     kernel names listed by total GPU time; ``input_pattern``: the user's data-loading ranges;
     ``all_steps``: warm-up steps count as steady; ``comm_patterns`` and ``default_comm_patterns``:
-    which kernels are communication.
+    which kernels are communication; ``phase_patterns``: which CPU ranges are phases.
     """
 
     step_pattern: str = DEFAULT_STEP_PATTERN
@@ -46,3 +46,7 @@ class Options:
     default_comm_patterns: bool = True
     """Count the default patterns (and the trace's own collective metadata); false: only
     ``comm_patterns`` make a kernel communication."""
+    phase_patterns: tuple[str, ...] = ()
+    """Regexes (Rust syntax, searched in the name) of the CPU ranges, ops or Python frames that are
+    phases; empty: every CPU range that is no step, operator or module range (``docs/analyses.md``,
+    "Phases")."""

@@ -55,6 +55,12 @@ TABLES: Final[Mapping[str, TableSpec]] = {
         TableSpec("steps", "one row per step window of each device", lambda t: t.steps_view, True),
         TableSpec("devices", "one row per device (a process on one GPU)", lambda t: t.devices_view, True),
         TableSpec(
+            "operators", "one row per device and launching operator", lambda t: t.analysis.operator_table.lazy(), True
+        ),
+        TableSpec(
+            "phases", "one row per device and phase (a CPU range)", lambda t: t.analysis.phase_table.lazy(), True
+        ),
+        TableSpec(
             "import_stats",
             "one row per source category: events read, rows made, skipped",
             lambda t: t.meta("import_stats"),

@@ -1,0 +1,293 @@
+"""Kernel → operator: the CPU operator (and module) that launched every GPU activity.
+
+Definitions in ``docs/analyses.md`` ("Operators").  For a GPU activity (kernel, memcpy, memset on
+a device) with a launching call L (the earliest ``cuda_api`` row of its source, process and
+correlation id; a CUDA-graph launch launches every kernel of its graph):
+
+* its **operator** is the innermost *operator range* on L's thread open at ``L.start``
+  (:mod:`traceq.analyses.nesting`); the operator ranges of a process are its ``cpu_op`` rows
+  (Kineto), or, in a process that recorded none (nsys), its CPU-side ranges that name operators
+  (:data:`OPERATOR_RANGE_PATTERN`: ``emit_nvtx`` writes ops as NVTX ranges) where it has some,
+  else all its ranges other than its step and module ranges (nsys's projection onto the
+  innermost NVTX range).  Kineto's ``External id`` wins where
+  L carries one that names a ``cpu_op`` of the process open at ``L.start`` on L's thread: it is the
+  profiler's own record of the op that was current at the launch, which survives the µs rounding
+  that makes an outer and an inner op start and end on the same µs (an id naming an op elsewhere,
+  as some traces reuse ids, is ignored);
+* ``op_path`` is the chain of operator ranges around it, outermost first, joined by ``/``;
+* its **module** is the chain of module ranges (:data:`DEFAULT_MODULE_PATTERN`: ``with_modules``'
+  ``nn.Module: <name>`` ranges, Kineto ``python_function`` or user annotation, NVTX in nsys) open
+  on L's thread at ``L.start``, outermost first, without the prefix, joined by ``/``.
+
+Work with no launching call, or launched where no operator range is open, has a null operator.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import polars as pl
+
+from traceq import schema
+from traceq.analyses.host_state import cpu_rows, matching
+from traceq.analyses.idle import launch_calls
+from traceq.analyses.nesting import innermost_at, paths, prepared
+from traceq.analyses.options import DEFAULT_STEP_PATTERN
+from traceq.analyses.steps import compile_step_pattern
+
+NVTX_OP_ARGUMENTS: Final = r",\s*(?:seq|op_id|sizes|input_op_ids|stashed seq|stashed_seq)\s*=.*$"
+"""What ``emit_nvtx`` appends to an op's NVTX range name (``aten::add, seq = 12, sizes = [[2, 3]]``,
+``aten::copy_, op_id = 317175``): cut from ``op_name``, so that one operator is one name."""
+
+OPERATOR_RANGE_PATTERN: Final = rf"^[A-Za-z_][\w.]*::|{NVTX_OP_ARGUMENTS}"
+"""Ranges that name an operator: ``aten::mm``, ``c10d::allreduce_``, ``emit_nvtx``'s ``aten::add, seq = 12``."""
+
+DEFAULT_MODULE_PATTERN: Final = r"^nn\.Module: "
+"""CPU ranges of a module's forward: PyTorch's ``with_modules=True`` names them ``nn.Module: Linear_0``."""
+
+_THREAD: Final = ("source", "pid", "tid")
+
+ACTIVITY_OPERATOR_COLUMNS: Final = (
+    "row",
+    "source",
+    "pid",
+    "device",
+    "stream",
+    "kind",
+    "name",
+    "start_ns",
+    "end_ns",
+    "dur_ns",
+    "correlation",
+    "launch_name",
+    "launch_tid",
+    "launch_start_ns",
+    "op_name",
+    "op_path",
+    "op_start_ns",
+    "op_end_ns",
+    "op_linked_by",
+    "module",
+)
+"""The columns of :func:`activity_operators`."""
+
+
+def activity_operators(events: pl.DataFrame, *, step_pattern: str = DEFAULT_STEP_PATTERN) -> pl.DataFrame:
+    """One row per GPU activity of ``events`` (kernel, memcpy, memset on a device), in event order,
+    with the call that launched it and the operator and module it was launched from.
+
+    Columns: row (UInt32, its row in ``events``), source, pid, device, stream, kind, name (String),
+    start_ns, end_ns, dur_ns, correlation; launch_name, launch_tid, launch_start_ns (its launching
+    call; null without one); op_name, op_path (String), op_start_ns, op_end_ns (the operator range;
+    null where none), op_linked_by (``external_id`` | ``enclosing``; null without an operator);
+    module (String, null outside module ranges).  ``step_pattern`` names the step ranges, which are
+    never operators."""
+    activity = (
+        events.lazy()
+        .with_row_index("row")
+        .filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null())
+        .select(
+            "row",
+            pl.col("source").cast(pl.String),
+            "pid",
+            "device",
+            "stream",
+            pl.col("kind").cast(pl.String),
+            pl.col("name").cast(pl.String),
+            "start_ns",
+            "end_ns",
+            (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
+            "correlation",
+        )
+        .collect()
+    )
+    cpu = cpu_rows(events)
+    calls = launch_calls(cpu, activity.select("source", "pid", "correlation").drop_nulls()).select(
+        "source",
+        "pid",
+        "correlation",
+        pl.col("name").alias("launch_name"),
+        pl.col("tid").alias("launch_tid"),
+        pl.col("start_ns").alias("launch_start_ns"),
+        pl.col("external_id").alias("_ext"),
+    )
+    launched = calls.with_row_index("_point")
+    ops = _operator_ranges(cpu, step_pattern)
+    op_of_call = _operators_of_calls(ops, launched)
+    modules = _module_paths(cpu, launched)
+    per_call = launched.join(op_of_call, on="_point", how="left").join(modules, on="_point", how="left")
+    out = activity.join(
+        per_call.drop("_point", "_ext"), on=["source", "pid", "correlation"], how="left", maintain_order="left"
+    )
+    return out.select(ACTIVITY_OPERATOR_COLUMNS)
+
+
+def _operator_ranges(cpu: pl.DataFrame, step_pattern: str) -> pl.DataFrame:
+    """The operator ranges (:func:`prepared`, by thread) with their ``_path``: every ``cpu_op``; in a
+    process without one, its operator-named ranges, or without those its ranges other than step
+    and module ranges."""
+    names = cpu.get_column("name")
+    steps = matching(names, compile_step_pattern(step_pattern))
+    module_names = matching(names, DEFAULT_MODULE_PATTERN)
+    op_names = matching(names, OPERATOR_RANGE_PATTERN)
+    with_ops = cpu.filter(pl.col("kind") == "cpu_op").select("source", "pid").unique()
+    name = pl.col("name").cast(pl.String)
+    ranges = cpu.filter((pl.col("kind") == "range") & ~name.is_in(pl.concat([steps, module_names]).implode())).join(
+        with_ops, on=["source", "pid"], how="anti", nulls_equal=True
+    )
+    # A process whose ranges name operators (emit_nvtx) has those as its operators; one whose
+    # ranges do not, its innermost range (what nsys projects GPU work onto).
+    is_op = name.is_in(op_names.implode())
+    named_ops = ranges.filter(is_op).select("source", "pid").unique()
+    ranges = pl.concat(
+        [
+            ranges.join(named_ops, on=["source", "pid"], how="semi", nulls_equal=True).filter(is_op),
+            ranges.join(named_ops, on=["source", "pid"], how="anti", nulls_equal=True),
+        ]
+    )
+    chosen = pl.concat([cpu.filter(pl.col("kind") == "cpu_op"), ranges]).select(
+        *_THREAD,
+        pl.col("name").cast(pl.String).str.replace(NVTX_OP_ARGUMENTS, ""),
+        "start_ns",
+        "end_ns",
+        "external_id",
+    )
+    table = prepared(chosen, _THREAD)
+    return table.join(paths(table, _THREAD, "name"), on="_range", how="left")
+
+
+def _operators_of_calls(ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """Per launching call (``_point``): op_name, op_path, op_start_ns, op_end_ns, op_linked_by."""
+    points = calls.select(
+        "source", "pid", pl.col("launch_tid").alias("tid"), "_point", pl.col("launch_start_ns").alias("_t")
+    )
+    enclosing = innermost_at(ops, points, _THREAD)
+    # External id: the latest-starting cpu_op of the process with the launch's id, where it is open
+    # at the launch on the launching thread (some traces reuse ids: then the enclosing op).
+    by_id = (
+        ops.filter(pl.col("external_id").is_not_null())
+        .sort("start_ns", "_range")
+        .unique(subset=["source", "pid", "external_id"], keep="last")
+        .select(
+            "source",
+            "pid",
+            pl.col("external_id").alias("_ext"),
+            pl.col("_range").alias("_by_id"),
+            pl.col("tid").alias("_id_tid"),
+            pl.col("start_ns").alias("_id_start"),
+            pl.col("end_ns").alias("_id_end"),
+        )
+    )
+    linked = (
+        calls.select("_point", "source", "pid", "_ext", "launch_tid", "launch_start_ns")
+        .join(by_id, on=["source", "pid", "_ext"], how="left", nulls_equal=False)
+        .with_columns(
+            pl.when(
+                (pl.col("_id_tid") == pl.col("launch_tid"))
+                & (pl.col("_id_start") <= pl.col("launch_start_ns"))
+                & (pl.col("launch_start_ns") < pl.col("_id_end"))
+            )
+            .then(pl.col("_by_id"))
+            .alias("_by_id")
+        )
+        .join(enclosing, on="_point", how="left")
+    )
+    chosen = linked.select(
+        "_point",
+        pl.coalesce("_by_id", "_range").alias("_range"),
+        pl.when(pl.col("_by_id").is_not_null())
+        .then(pl.lit("external_id"))
+        .when(pl.col("_range").is_not_null())
+        .then(pl.lit("enclosing"))
+        .alias("op_linked_by"),
+    )
+    info = ops.select(
+        "_range",
+        pl.col("name").alias("op_name"),
+        pl.col("_path").alias("op_path"),
+        pl.col("start_ns").alias("op_start_ns"),
+        pl.col("end_ns").alias("op_end_ns"),
+    )
+    return chosen.join(info, on="_range", how="left").select(
+        "_point", "op_name", "op_path", "op_start_ns", "op_end_ns", "op_linked_by"
+    )
+
+
+def _module_paths(cpu: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """Per launching call (``_point``): ``module``, the path of the module ranges open at its start."""
+    names = cpu.get_column("name")
+    module_names = matching(names, DEFAULT_MODULE_PATTERN)
+    ranges = cpu.filter(
+        pl.col("kind").is_in(("range", "python", "cpu_op", "other"))
+        & pl.col("name").cast(pl.String).is_in(module_names.implode())
+    ).select(
+        *_THREAD,
+        pl.col("name").cast(pl.String).str.replace(DEFAULT_MODULE_PATTERN, "").alias("name"),
+        "start_ns",
+        "end_ns",
+    )
+    if ranges.is_empty():
+        return calls.select("_point", pl.lit(None, dtype=pl.String).alias("module"))
+    table = prepared(ranges, _THREAD)
+    table = table.join(paths(table, _THREAD, "name"), on="_range", how="left")
+    points = calls.select(
+        "source", "pid", pl.col("launch_tid").alias("tid"), "_point", pl.col("launch_start_ns").alias("_t")
+    )
+    found = innermost_at(table, points, _THREAD)
+    return found.join(table.select("_range", pl.col("_path").alias("module")), on="_range", how="left").select(
+        "_point", "module"
+    )
+
+
+OPERATOR_TABLE_COLUMNS: Final = (
+    "rank",
+    "device",
+    "pid",
+    "source",
+    "op_name",
+    "calls",
+    "activities",
+    "kernels",
+    "gpu_ns",
+    "mean_ns",
+    "max_ns",
+    "share",
+)
+"""The columns of :func:`operator_table`."""
+
+
+def operator_table(activity: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
+    """Per device and operator, the GPU work it launched (``activity``: :func:`activity_operators`;
+    ``device_table``: :func:`traceq.analyses.steps.devices`).
+
+    Columns: rank, device, pid, source, op_name (null: work with no operator), calls (distinct
+    operator ranges that launched work), activities (kernels, memcpys, memsets), kernels, gpu_ns
+    (sum of the activities' durations), mean_ns (``gpu_ns // activities``), max_ns (longest
+    activity), share (``gpu_ns`` over the device's summed activity durations).  Sorted by rank,
+    source, pid, device, then gpu_ns descending and op_name."""
+    keys = device_table.select("source", "pid", "device", "rank")
+    grouped = activity.group_by("source", "pid", "device", "op_name").agg(
+        pl.struct("launch_tid", "op_start_ns", "op_end_ns")
+        .filter(pl.col("op_start_ns").is_not_null())
+        .n_unique()
+        .cast(pl.Int64)
+        .alias("calls"),
+        pl.len().cast(pl.Int64).alias("activities"),
+        (pl.col("kind") == "kernel").sum().cast(pl.Int64).alias("kernels"),
+        pl.col("dur_ns").sum().cast(pl.Int64).alias("gpu_ns"),
+        pl.col("dur_ns").max().cast(pl.Int64).alias("max_ns"),
+    )
+    total = pl.col("gpu_ns").sum().over("source", "pid", "device")
+    return (
+        grouped.join(keys, on=["source", "pid", "device"], how="left", nulls_equal=True)
+        .with_columns(
+            (pl.col("gpu_ns") // pl.col("activities")).alias("mean_ns"),
+            pl.when(total > 0).then(pl.col("gpu_ns") / total).otherwise(0.0).alias("share"),
+        )
+        .sort(
+            ["rank", "source", "pid", "device", "gpu_ns", "op_name"],
+            descending=[False, False, False, False, True, False],
+            nulls_last=[False, False, False, False, False, True],
+        )
+        .select(OPERATOR_TABLE_COLUMNS)
+    )

@@ -1,0 +1,277 @@
+"""Phases: every device's step time projected onto the CPU ranges that were open (forward, backward, ...).
+
+Definitions in ``docs/analyses.md`` ("Phases").  The **phase ranges** of a process are its CPU
+ranges that are neither step ranges, nor operators written as NVTX ranges (``aten::add, seq =
+…``: :data:`OPERATOR_RANGE_PATTERN`), nor module ranges, or, where the user names them
+(``--phase-pattern``), its CPU ranges, ops and Python frames whose name matches one of the
+patterns.  Ranges are ordered by start (then longer first): on a thread, the **innermost** phase
+open at ``t`` is the latest-starting one that contains it.  Every ns of a device's step windows
+goes to exactly one phase (or to ``(no phase)``), so the phase table sums to the device totals:
+
+* **GPU work is projected onto the phase its launch was in** (nsys's ``nvtx_gpu_proj_sum``): an
+  activity belongs to the innermost phase open on its launching thread at the launch's start; a
+  busy ns where work of several phases runs goes to the latest-starting of those phases (nested:
+  the inner one; tiled: the later one), separately for compute, communication and exposed
+  communication, so each is a partition;
+* **an idle ns goes to the phase its host was in**: the innermost phase open at that ns on the
+  thread the idle attribution reads (T: the launching thread of the work that ends the gap).
+
+Everything is computed per device on the elementary segments between all the boundaries (of
+activity, windows, phase ranges and idle causes), vectorised with numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+import polars as pl
+
+from traceq import intervals as iv
+from traceq.analyses.host_state import matching
+from traceq.analyses.idle import launch_calls
+from traceq.analyses.model import CAUSES
+from traceq.analyses.nesting import innermost_at, prepared
+from traceq.analyses.operators import DEFAULT_MODULE_PATTERN, OPERATOR_RANGE_PATTERN
+from traceq.analyses.steps import compile_step_pattern
+
+NO_PHASE: Final = "(no phase)"
+"""The phase of work launched, and of idle time spent, outside every phase range."""
+
+PHASE_COLUMNS: Final = (
+    "rank",
+    "device",
+    "pid",
+    "source",
+    "phase",
+    "ranges",
+    "activities",
+    "dur_ns",
+    "compute_ns",
+    "comm_ns",
+    "exposed_comm_ns",
+    "idle_ns",
+    *(f"idle_{c}_ns" for c in CAUSES),
+)
+"""The columns of :func:`phase_table`."""
+
+_THREAD: Final = ("source", "pid", "tid")
+_NONE: Final = -1
+_EMPTY: Final = -2
+
+
+def phase_ranges(cpu: pl.DataFrame, step_pattern: str, patterns: Sequence[str] = ()) -> pl.DataFrame:
+    """The phase ranges of :func:`traceq.analyses.host_state.cpu_rows` ``cpu``: source, pid, tid,
+    name (String), start_ns, end_ns, with ``_range``/``_depth`` (:func:`~traceq.analyses.nesting.prepared`)
+    and ``key`` (Int64): the range's place in (start, end descending) order, so that of two open
+    ranges the one with the larger key is the innermost."""
+    names = cpu.get_column("name")
+    steps = matching(names, compile_step_pattern(step_pattern))
+    if patterns:
+        wanted = pl.concat([matching(names, p) for p in patterns]).unique()
+        kinds: tuple[str, ...] = ("range", "cpu_op", "python", "other")
+    else:
+        excluded = pl.concat([matching(names, OPERATOR_RANGE_PATTERN), matching(names, DEFAULT_MODULE_PATTERN)])
+        wanted = names.unique().cast(pl.String)
+        wanted = wanted.filter(~wanted.is_in(excluded.implode()))
+        kinds = ("range",)
+    name = pl.col("name").cast(pl.String)
+    chosen = cpu.filter(
+        pl.col("kind").is_in(kinds) & name.is_in(wanted.implode()) & ~name.is_in(steps.implode())
+    ).select(*_THREAD, name, "start_ns", "end_ns")
+    table = prepared(chosen, _THREAD)
+    order = table.select("_range", "start_ns", "end_ns").sort(
+        ["start_ns", "end_ns", "_range"], descending=[False, True, False]
+    )
+    keys = order.select("_range", pl.int_range(pl.len(), dtype=pl.Int64).alias("key"))
+    return table.join(keys, on="_range", how="left")
+
+
+def activity_phases(cpu: pl.DataFrame, activity: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
+    """Per row of ``activity`` (source, pid, correlation), the ``key`` of the innermost phase range
+    open on its launching thread at its launch's start; :data:`_NONE` (−1) without one."""
+    wanted = activity.select(pl.col("source").cast(pl.String), "pid", "correlation").drop_nulls()
+    calls = launch_calls(cpu, wanted).with_row_index("_point")
+    points = calls.select("source", "pid", "tid", "_point", pl.col("start_ns").alias("_t"))
+    found = innermost_at(ranges, points, _THREAD).join(ranges.select("_range", "key"), on="_range", how="left")
+    per_call = calls.select("source", "pid", "correlation", "_point").join(found, on="_point", how="left")
+    out = activity.select(pl.col("source").cast(pl.String), "pid", "correlation").join(
+        per_call.select("source", "pid", "correlation", "key"),
+        on=["source", "pid", "correlation"],
+        how="left",
+        maintain_order="left",
+    )
+    return out.get_column("key").fill_null(_NONE)
+
+
+def phase_table(
+    activity: pl.DataFrame,
+    windows: pl.DataFrame,
+    gaps: pl.DataFrame,
+    causes: Mapping[int, Mapping[str, iv.Intervals]],
+    ranges: pl.DataFrame,
+    device_table: pl.DataFrame,
+) -> pl.DataFrame:
+    """The phase table: per device and phase, its share of the device's step windows.
+
+    ``activity``: dev, source, pid, start_ns, end_ns, is_comm, ``phase_key`` (:func:`activity_phases`);
+    ``windows``: dev, start_ns, end_ns; ``gaps``: dev, start_ns, end_ns, thread (the idle
+    intervals); ``causes``: per dev and cause, its idle ns; ``ranges``: :func:`phase_ranges`.
+
+    Columns (:data:`PHASE_COLUMNS`): rank, device, pid, source, phase (the range name, or
+    :data:`NO_PHASE`), ranges (its ranges on the device's process), activities (GPU activities
+    launched in it, innermost), dur_ns, compute_ns, comm_ns, exposed_comm_ns, idle_ns,
+    ``idle_<cause>_ns``.  Per device, each column sums over the phases to the device's total over
+    the union of its step windows (``dur_ns = compute_ns + exposed_comm_ns + idle_ns``).  Sorted
+    by rank, source, pid, device, then dur_ns descending and phase."""
+    key_name = pl.Series([*ranges.sort("key").get_column("name").to_list(), NO_PHASE], dtype=pl.String)
+    n_keys = len(key_name)  # index key + 1; 0 is no phase, which the last name reads through key -1
+    key_name = pl.concat([key_name.tail(1), key_name.head(n_keys - 1)])
+    frames: list[pl.DataFrame] = []
+    for dev_row in device_table.iter_rows(named=True):
+        dev = int(dev_row["dev"])
+        win = iv.merge(iv.Intervals.from_frame(windows.filter(pl.col("dev") == dev)))
+        if len(win) == 0:
+            continue
+        mine = ranges.filter((pl.col("source") == dev_row["source"]) & pl.col("pid").eq_missing(dev_row["pid"]))
+        measured = _device_phases(
+            activity.filter(pl.col("dev") == dev),
+            win,
+            gaps.filter(pl.col("dev") == dev),
+            causes.get(dev, {}),
+            mine,
+            n_keys,
+        )
+        per_key = pl.DataFrame({"phase": key_name, **measured}).filter(
+            pl.any_horizontal(pl.col(c) != 0 for c in measured)
+        )
+        counted = mine.group_by("name").agg(pl.len().cast(pl.Int64).alias("ranges")).rename({"name": "phase"})
+        by_name = per_key.group_by("phase").agg(pl.all().sum()).join(counted, on="phase", how="left")
+        frames.append(
+            by_name.with_columns(
+                pl.col("ranges").fill_null(0),
+                *(pl.lit(dev_row[k]).alias(k) for k in ("rank", "device", "pid", "source")),
+            )
+        )
+    schema: dict[str, Any] = {
+        "rank": pl.Int32,
+        "device": pl.Int32,
+        "pid": pl.Int64,
+        "source": pl.String,
+        "phase": pl.String,
+        **{c: pl.Int64 for c in PHASE_COLUMNS[5:]},
+    }
+    table = (
+        pl.concat([f.select(pl.col(c).cast(t) for c, t in schema.items()) for f in frames])
+        if frames
+        else pl.DataFrame(schema=schema)
+    )
+    return table.sort(
+        ["rank", "source", "pid", "device", "dur_ns", "phase"],
+        descending=[False, False, False, False, True, False],
+        nulls_last=False,
+    ).select(PHASE_COLUMNS)
+
+
+def _device_phases(
+    acts: pl.DataFrame,
+    win: iv.Intervals,
+    gaps: pl.DataFrame,
+    causes: Mapping[str, iv.Intervals],
+    ranges: pl.DataFrame,
+    n_keys: int,
+) -> dict[str, np.ndarray]:
+    """Per phase key + 1 (index 0: no phase; ``n_keys`` of them), one device's ns of each measure
+    inside ``win``, and its ``activities``."""
+    a_start = acts.get_column("start_ns").to_numpy()
+    a_end = acts.get_column("end_ns").to_numpy()
+    a_key = acts.get_column("phase_key").to_numpy()
+    a_comm = acts.get_column("is_comm").to_numpy()
+    g_start = gaps.get_column("start_ns").to_numpy()
+    g_end = gaps.get_column("end_ns").to_numpy()
+    r_start = ranges.get_column("start_ns").to_numpy()
+    r_end = ranges.get_column("end_ns").to_numpy()
+    parts = [a_start, a_end, win.start_ns, win.end_ns, g_start, g_end, r_start, r_end]
+    parts += [x for c in causes.values() for x in (c.start_ns, c.end_ns)]
+    bounds = np.unique(np.concatenate(parts))
+    seg_start, seg_end = bounds[:-1], bounds[1:]
+    seg_len = np.where(_inside(seg_start, win), seg_end - seg_start, 0)
+    compute = _paint(bounds, a_start[~a_comm], a_end[~a_comm], a_key[~a_comm])
+    comm = _paint(bounds, a_start[a_comm], a_end[a_comm], a_key[a_comm])
+    exposed = np.where(compute == _EMPTY, comm, _EMPTY)
+    idle_seg = (compute == _EMPTY) & (comm == _EMPTY)
+    host = _host_phase(bounds, gaps, ranges)
+    out = {
+        "compute_ns": _sum_by_key(compute, seg_len, n_keys),
+        "comm_ns": _sum_by_key(comm, seg_len, n_keys),
+        "exposed_comm_ns": _sum_by_key(exposed, seg_len, n_keys),
+    }
+    idle_key = np.where(idle_seg, host, _EMPTY)
+    out["idle_ns"] = _sum_by_key(idle_key, seg_len, n_keys)
+    for cause in CAUSES:
+        region = causes.get(cause)
+        inside = _inside(seg_start, region) if region is not None else np.zeros(len(seg_start), bool)
+        out[f"idle_{cause}_ns"] = _sum_by_key(np.where(inside & idle_seg, host, _EMPTY), seg_len, n_keys)
+    out["dur_ns"] = out["compute_ns"] + out["exposed_comm_ns"] + out["idle_ns"]
+    launched = np.bincount(a_key + 1, minlength=n_keys)[:n_keys] if len(a_key) else np.zeros(n_keys, np.int64)
+    out["activities"] = launched.astype(np.int64)
+    return out
+
+
+def _inside(points: np.ndarray, region: iv.Intervals) -> np.ndarray:
+    """Whether each point lies in the normalised ``region``."""
+    if len(region) == 0:
+        return np.zeros(len(points), bool)
+    i = np.searchsorted(region.start_ns, points, side="right") - 1
+    ok = i >= 0
+    out = np.zeros(len(points), bool)
+    out[ok] = points[ok] < region.end_ns[i[ok]]
+    return out
+
+
+def _paint(bounds: np.ndarray, start: np.ndarray, end: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Per segment between ``bounds``, the largest ``key`` of the intervals covering it
+    (:data:`_EMPTY` where none does)."""
+    out = np.full(max(len(bounds) - 1, 0), _EMPTY, np.int64)
+    first = np.searchsorted(bounds, start)
+    last = np.searchsorted(bounds, end)
+    counts = np.maximum(last - first, 0)
+    if counts.sum() == 0:
+        return out
+    owner = np.repeat(np.arange(len(start)), counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    np.maximum.at(out, first[owner] + offsets, key[owner])
+    return out
+
+
+def _host_phase(bounds: np.ndarray, gaps: pl.DataFrame, ranges: pl.DataFrame) -> np.ndarray:
+    """Per segment, the key of the innermost phase open on the thread the idle attribution reads
+    for the gap it lies in (:data:`_NONE` outside phases, outside gaps or without a thread)."""
+    seg_start = bounds[:-1]
+    host = np.full(len(seg_start), _NONE, np.int64)
+    g_start = gaps.get_column("start_ns").to_numpy()
+    if len(g_start) == 0 or len(seg_start) == 0:
+        return host
+    g_end = gaps.get_column("end_ns").to_numpy()
+    g_thread = gaps.get_column("thread").fill_null(-1).to_numpy()
+    seg_gap = np.searchsorted(g_start, seg_start, side="right") - 1
+    in_gap = (seg_gap >= 0) & (seg_start < g_end[np.maximum(seg_gap, 0)])
+    thread = np.where(in_gap, g_thread[np.maximum(seg_gap, 0)], -1)
+    for tid in np.unique(thread[in_gap & (thread != -1)]):
+        on = ranges.filter(pl.col("tid") == int(tid))
+        painted = _paint(
+            bounds,
+            on.get_column("start_ns").to_numpy(),
+            on.get_column("end_ns").to_numpy(),
+            on.get_column("key").to_numpy(),
+        )
+        mask = thread == tid
+        host[mask] = np.maximum(painted[mask], _NONE)
+    return host
+
+
+def _sum_by_key(key: np.ndarray, lengths: np.ndarray, n_keys: int) -> np.ndarray:
+    """Per key + 1, the summed ``lengths`` of the segments with that key (:data:`_EMPTY` left out)."""
+    keep = key != _EMPTY
+    return np.bincount(key[keep] + 1, weights=lengths[keep], minlength=n_keys)[:n_keys].astype(np.int64)
