@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 import pyarrow as pa
@@ -22,8 +22,12 @@ import pyarrow.parquet as pq
 from traceq import schema
 from traceq.errors import CorruptTraceError, UnsupportedFormatError
 from traceq.meta import GpuInfo, SourceMeta
+from traceq.pandas_frames import to_pandas
 from traceq.sqlite_ingest import write_sqlite
 from traceq.stats import ImportStats
+
+if TYPE_CHECKING:
+    import pandas
 
 PARQUET_METADATA_KEY = b"traceq"
 """Key of the Parquet key-value metadata that holds sources and import statistics."""
@@ -97,6 +101,12 @@ class Trace:
         counts = self.events.group_by("kind").len()
         found = {str(k): int(n) for k, n in zip(counts["kind"], counts["len"], strict=True)}
         return {k: found.get(k, 0) for k in schema.KINDS}
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The event table as a pandas DataFrame (the ``traceq[pandas]`` extra): integer columns as
+        pandas' nullable ``Int64``/``Int32`` (null is ``pd.NA``), Categorical columns ``category``
+        (:func:`traceq.pandas_frames.to_pandas`)."""
+        return to_pandas(self.events)
 
     def to_parquet(self, path: str | Path) -> Path:
         """Write the table (zstd Parquet) with sources and import statistics in its metadata."""

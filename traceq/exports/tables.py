@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import polars as pl
 import pyarrow as pa
@@ -26,6 +26,10 @@ from traceq.analyses import CAUSES, Analysis, Options, analyze
 from traceq.analyses.steps import devices as device_table
 from traceq.analyses.steps import step_windows
 from traceq.errors import InvalidArgumentError
+from traceq.pandas_frames import to_pandas
+
+if TYPE_CHECKING:
+    import pandas
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,10 @@ class Tables:
         if name not in self._frames:
             self._frames[name] = TABLES[name].build(self).collect()
         return self._frames[name]
+
+    def to_pandas(self, name: str) -> pandas.DataFrame:
+        """The table ``name`` as pandas (the ``traceq[pandas]`` extra; dtypes: :mod:`traceq.pandas_frames`)."""
+        return to_pandas(self.frame(name))
 
     def needed_by(self, query: str) -> tuple[str, ...]:
         """The tables whose names ``query`` mentions as words (a superset of those it reads): only
