@@ -41,6 +41,7 @@ from traceq.exports.tables import Tables
 from traceq.importers import Format
 from traceq.loading import load
 from traceq.pipeline import report_parts, report_paths
+from traceq.report import notebook  # noqa: F401 -- registers how a Report shows in Jupyter
 from traceq.report.model import Report
 from traceq.trace import Trace, TraceMeta
 

@@ -9,6 +9,7 @@ Turning paths into a ``Trace`` is :mod:`traceq.loading`'s job.
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -101,6 +102,32 @@ class Trace:
         counts = self.events.group_by("kind").len()
         found = {str(k): int(n) for k, n in zip(counts["kind"], counts["len"], strict=True)}
         return {k: found.get(k, 0) for k in schema.KINDS}
+
+    def _repr_html_(self) -> str:
+        """In a Jupyter cell: the sources, rows per kind and import warnings (what ``traceq info``
+        shows), every string from the trace escaped.  ``traceq.report(trace)`` shows the analysis;
+        a trace does not analyse itself to be displayed."""
+        e = html.escape
+        sources = "".join(
+            f"<li><code>{e(s.path)}</code> {e(s.format)}"
+            + (f" ({e(s.producer)})" if s.producer else "")
+            + ("" if s.rank is None else f", rank {int(s.rank)}")
+            + "</li>"
+            for s in self.meta.sources
+        )
+        kinds = "".join(
+            f"<tr><td>{e(k)}</td><td style='text-align: right'>{n:,}</td></tr>"
+            for k, n in self.kind_counts().items()
+            if n
+        )
+        warnings = "".join(f"<li>{e(w)}</li>" for w in self.meta.warnings)
+        return (
+            f"<div><strong>traceq Trace</strong>: {self.events.height:,} rows from "
+            f"{len(self.meta.sources)} source(s)<ul>{sources}</ul>"
+            f"<table><thead><tr><th>kind</th><th>rows</th></tr></thead><tbody>{kinds}</tbody></table>"
+            + (f"<p>warnings:</p><ul>{warnings}</ul>" if warnings else "")
+            + "<p><code>traceq.report(trace)</code> shows where the step time went.</p></div>"
+        )
 
     def to_pandas(self) -> pandas.DataFrame:
         """The event table as a pandas DataFrame (the ``traceq[pandas]`` extra): integer columns as

@@ -22,6 +22,7 @@ from traceq.analyses.model import (
 )
 from traceq.analyses.timeline import TimelineExcerpt
 from traceq.meta import SourceMeta
+from traceq.report import display
 from traceq.report.jsonschema import dataclass_schema, to_jsonable
 from traceq.stats import CategoryCount
 
@@ -65,6 +66,10 @@ class Report:
         """The JSON report (validates against ``schemas/report.schema.json``)."""
         out: dict[str, Any] = to_jsonable(self)
         return out
+
+    def _repr_html_(self) -> str | None:
+        """In a Jupyter cell: the HTML report in an iframe (:mod:`traceq.report.notebook`)."""
+        return display.html(self)
 
 
 def report_json_schema() -> dict[str, Any]:
