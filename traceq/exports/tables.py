@@ -99,8 +99,6 @@ TABLES: Final[Mapping[str, TableSpec]] = {
 """Every named table, in the order ``traceq sql`` lists them."""
 
 
-
-
 class Tables:
     """The named tables of one trace, each built once, on first use.
 
