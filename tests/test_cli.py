@@ -97,7 +97,7 @@ def test_convert_writes_sqlite_and_refuses_to_overwrite(parquet: Path, tmp_path:
 
 def test_convert_refuses_an_unknown_output_suffix(parquet: Path, tmp_path: Path) -> None:
     code, _, err = run("convert", parquet, "-o", tmp_path / "x.csv")
-    assert code == 2 and "use a .parquet, .db or .sqlite output name" in err
+    assert code == 2 and "use a .parquet, .db, .sqlite, .json or .json.gz output name" in err
 
 
 def test_convert_to_parquet_round_trips(parquet: Path, tmp_path: Path) -> None:

@@ -146,7 +146,8 @@ def test_check_reads_budgets_from_toml_and_options_win(pair: tuple[Path, Path], 
     ("args", "says"),
     [
         ((), "no budget to check"),
-        (("--max-idle", "lots"), "max_idle 'lots' is not a share"),
+        (("--max-idle", "lots"), "--max-idle 'lots' is not a share"),
+        (("--budget", "BAD_TOML"), "max_idle 'lots' is not a share"),
         (("--max-regression", "3%"), "none was given"),
         (("--min-mfu", "0.4"), "min_mfu needs the MFU"),
         (("--forbid", "slow"), "'slow' is not a finding id"),
@@ -154,8 +155,12 @@ def test_check_reads_budgets_from_toml_and_options_win(pair: tuple[Path, Path], 
         (("--max-idle", "5%", "--junit", "INPUT"), "is one of the inputs"),
     ],
 )
-def test_check_exits_2_for_bad_usage_or_input(pair: tuple[Path, Path], args: tuple[str, ...], says: str) -> None:
-    args = tuple(str(pair[1]) if a == "INPUT" else a for a in args)
+def test_check_exits_2_for_bad_usage_or_input(
+    pair: tuple[Path, Path], args: tuple[str, ...], says: str, tmp_path: Path
+) -> None:
+    bad_toml = tmp_path / "bad.toml"
+    bad_toml.write_text('max_idle = "lots"\n')  # a budget file's errors name its keys as written there
+    args = tuple({"INPUT": str(pair[1]), "BAD_TOML": str(bad_toml)}.get(a, a) for a in args)
     code, out, err = run("check", pair[1], *args)
     assert code == 2 and out == ""
     assert err.startswith("traceq: error: ") and says in err and err.count("\n") == 1

@@ -8,6 +8,7 @@ r = traceq.report(t)               # what `traceq report` renders (r.to_dict() i
 r = traceq.report("job/", executor=4)   # a job's ranks, file by file on 4 processes
 d = traceq.diff("before/", "after.json")  # two runs compared: the step change decomposed (docs/diff.md)
 c = traceq.check("after/", traceq.Budgets(max_idle=0.10), baseline="before/")  # c.passed: every budget held
+traceq.sql(t, "SELECT cause, sum(dur_ns) FROM gaps GROUP BY cause")   # docs/sql.md
 traceq.operators(t), traceq.phases(t)  # GPU time by launching operator, by phase (DataFrames)
 ```
 """
@@ -40,9 +41,13 @@ from traceq.diff.model import Diff
 from traceq.diff.sides import ALL_KERNELS, SideSpec, read_side
 from traceq.errors import InvalidArgumentError
 from traceq.executors import ExecutorSpec
+from traceq.exports.chrome import annotated_events, write_annotated
+from traceq.exports.sqlite import write_tables
+from traceq.exports.tables import Tables
 from traceq.importers import Format
 from traceq.loading import load
 from traceq.pipeline import report_parts, report_paths
+from traceq.report import notebook  # noqa: F401 -- registers how a Report shows in Jupyter
 from traceq.report.model import Report
 from traceq.trace import Trace, TraceMeta
 
@@ -54,10 +59,12 @@ __all__ = [
     "JobAnalysis",
     "ModelSpec",
     "Report",
+    "Tables",
     "Trace",
     "TraceMeta",
     "activity_operators",
     "analyze",
+    "annotate",
     "check",
     "diff",
     "events",
@@ -68,6 +75,9 @@ __all__ = [
     "operators",
     "phases",
     "report",
+    "sql",
+    "tables",
+    "to_sqlite",
 ]
 
 
@@ -395,3 +405,61 @@ def check(
         baseline=base.report if base is not None else None,
         names=(sides[0].name, base.name if base is not None else None),
     )
+
+
+def tables(
+    trace: Trace,
+    *,
+    step_pattern: str = DEFAULT_STEP_PATTERN,
+    input_pattern: str | None = None,
+    all_steps: bool = False,
+    comm_patterns: Sequence[str] = (),
+    default_comm_patterns: bool = True,
+    phase_patterns: Sequence[str] = (),
+) -> Tables:
+    """The named tables of ``trace`` (``docs/sql.md``: ``events``, ``kernels``, ``api``, ``ranges``,
+    ``gaps``, ``steps``, ``devices``, ...), each built once, on first use: ``.frame(name)`` is a
+    polars DataFrame, ``.sql(query)`` runs polars' SQL over them.  The options are :func:`analyze`'s.
+    """
+    options = _options(
+        step_pattern,
+        DEFAULT_MAX_GAPS,
+        DEFAULT_TOP_KERNELS,
+        input_pattern=input_pattern,
+        all_steps=all_steps,
+        comm_patterns=comm_patterns,
+        default_comm_patterns=default_comm_patterns,
+        phase_patterns=phase_patterns,
+    )
+    return Tables(trace.events, options, metadata=trace.metadata_tables())
+
+
+def sql(trace: Trace, query: str, **options: Any) -> pl.DataFrame:
+    """``query`` (polars' SQL) over the named tables of ``trace`` (:func:`tables`, which takes the
+    same keyword options).  A query that fails raises :class:`~traceq.errors.InvalidArgumentError`."""
+    return tables(trace, **options).sql(query)
+
+
+def to_sqlite(trace: Trace, path: str | Path, **options: Any) -> Path:
+    """Write the named tables of ``trace`` (:func:`tables`, same keyword options) into a new SQLite
+    file ``path`` (``docs/sql.md``: ``events`` indexed by time, kind and name; ``kernels``, ``api``
+    and ``ranges`` views over it).  :meth:`Trace.to_sqlite` writes the event table alone."""
+    out = Path(path)
+    write_tables(out, tables(trace, **options))
+    return out
+
+
+def annotate(trace: Trace, **options: Any) -> str:
+    """The annotated Chrome trace of ``trace`` as JSON text (``docs/perfetto.md``): its events, an
+    idle-by-cause track and a step track per device, the findings as instant events.  The
+    options are :func:`report`'s analysis options; the trace must hold one source."""
+    result = report(trace, **options)
+    known = ("step_pattern", "input_pattern", "all_steps", "comm_patterns", "default_comm_patterns", "phase_patterns")
+    analysis = analyze(trace, **{k: v for k, v in options.items() if k in known})
+    return annotated_events(trace.events, trace.meta.sources, analysis, result.findings)
+
+
+def write_annotated_trace(path: Path, document: str, *, compress: bool | None = None) -> None:
+    """Write :func:`annotate`'s document to ``path``, gzip-compressed where ``compress`` (default:
+    where ``path`` ends in ``.gz``)."""
+    write_annotated(path, document, compress=path.name.lower().endswith(".gz") if compress is None else compress)

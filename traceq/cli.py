@@ -35,11 +35,11 @@ from traceq.cli_options import (
     text_writer,
 )
 from traceq.errors import InvalidArgumentError
+from traceq.frame_text import frame_text
 from traceq.outputs import check_outputs, write_output
 from traceq.report.info_text import render_info
 from traceq.report.render import renderer_for
 from traceq.report.text import render_text
-from traceq.units import CONTROL_ESCAPES
 
 
 @click.group(
@@ -135,38 +135,108 @@ def events(
         frame = frame.head(limit)
     if not all_columns:
         frame = frame.select(_EVENT_COLUMNS)
-    if output_format == "csv":
-        click.echo(frame.write_csv(), nl=False)
-    elif output_format == "json":
-        rows = frame.with_columns(pl.col(pl.Categorical, pl.Enum).cast(pl.String)).to_dicts()
-        click.echo(json.dumps(rows, indent=1))
-    else:
-        # The terminal gets the control characters of names as escapes (units.printable).
-        text = pl.col(pl.Categorical, pl.Enum, pl.String).cast(pl.String)
-        frame = frame.with_columns(text.str.replace_many(list(CONTROL_ESCAPES), list(CONTROL_ESCAPES.values())))
-        with pl.Config(
-            tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200, tbl_hide_dataframe_shape=True
-        ):
-            click.echo(str(frame))
+    click.echo(frame_text(frame, output_format), nl=False)
 
 
 @cli.command()
 @paths_argument
 @format_option
 @cache_options
-@click.option("-o", "--output", required=True, type=output_path, help="out.parquet or out.db")
+@click.option("-o", "--output", required=True, type=output_path, help="out.parquet, out.db (or .sqlite), out.json(.gz)")
 @click.option("--force", is_flag=True, help="Overwrite the output if it exists (never an input).")
 def convert(
     paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool, output: Path, force: bool
 ) -> None:
-    """Write the event table as Parquet (.parquet) or an SQLite database (.db, .sqlite)."""
-    suffix = output.suffix.lower()
-    if suffix not in (".parquet", ".db", ".sqlite"):
-        raise InvalidArgumentError(f"cannot write {output}: use a .parquet, .db or .sqlite output name")
+    """Write the event table as Parquet (.parquet), the named tables of `traceq sql` as an SQLite
+    database (.db, .sqlite), or an annotated Chrome trace for Perfetto (.json, .json.gz: the events,
+    an idle-by-cause and a step track per GPU, the findings)."""
+    name = output.name.lower()
+    kinds = {".parquet": "parquet", ".db": "sqlite", ".sqlite": "sqlite", ".json": "chrome", ".json.gz": "chrome"}
+    kind = next((k for suffix, k in kinds.items() if name.endswith(suffix)), None)
+    if kind is None:
+        raise InvalidArgumentError(
+            f"cannot write {output}: use a .parquet, .db, .sqlite, .json or .json.gz output name"
+        )
     check_outputs([output], paths, force=force)
     trace = _load(paths, input_format, cache_dir, no_cache)
-    write_output(output, trace.to_parquet if suffix == ".parquet" else trace.to_sqlite)
+    if kind == "parquet":
+        write_output(output, trace.to_parquet)
+    elif kind == "sqlite":
+        write_output(output, lambda path: api.to_sqlite(trace, path))
+    else:
+        document = api.annotate(trace)
+        compress = name.endswith(".gz")
+        write_output(output, lambda path: api.write_annotated_trace(path, document, compress=compress))
     click.echo(f"wrote {output} ({trace.events.height:,} rows)")
+
+
+_SQL_FORMATS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".txt": "table"}
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
+@click.argument("query")
+@format_option
+@cache_options
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "csv", "json", "parquet"]),
+    default=None,
+    help="Output format (default: by the -o suffix, else table).",
+)
+@click.option("-o", "--output", type=output_path, default=None, help="Write the result here (.csv, .json, .parquet).")
+@click.option("--force", is_flag=True, help="Overwrite the output if it exists (never an input).")
+@analysis_options()
+@click.option(
+    "--phase-pattern",
+    "phase_patterns",
+    metavar="REGEX",
+    multiple=True,
+    help="Regex of the CPU ranges that are phases, for the phases table (repeatable).",
+)
+def sql(
+    paths: tuple[Path, ...],
+    query: str,
+    input_format: Any,
+    cache_dir: Path | None,
+    no_cache: bool,
+    output_format: str | None,
+    output: Path | None,
+    force: bool,
+    step_pattern: str,
+    input_pattern: str | None,
+    all_steps: bool,
+    comm_patterns: tuple[str, ...],
+    no_default_comm_patterns: bool,
+    phase_patterns: tuple[str, ...],
+) -> None:
+    """Run an SQL query (polars' SQL) over the trace's named tables: events, kernels, api, ranges, gpu_ranges,
+    gaps, steps, devices, operators, phases, import_stats, sources (columns, examples: docs/sql.md).
+
+    traceq sql run.pt.trace.json.gz "SELECT cause, sum(dur_ns) AS ns FROM gaps GROUP BY cause"
+    """
+    fmt = output_format or (_SQL_FORMATS.get(output.suffix.lower()) if output is not None else None) or "table"
+    if fmt == "parquet" and output is None:
+        raise InvalidArgumentError("--format parquet writes a file", hint="pass -o result.parquet")
+    check_outputs([] if output is None else [output], paths, force=force)
+    trace = _load(paths, input_format, cache_dir, no_cache)
+    result = api.sql(
+        trace,
+        query,
+        step_pattern=step_pattern,
+        input_pattern=input_pattern,
+        all_steps=all_steps,
+        comm_patterns=comm_patterns,
+        default_comm_patterns=not no_default_comm_patterns,
+        phase_patterns=phase_patterns,
+    )
+    if output is None:
+        click.echo(frame_text(result, fmt), nl=False)
+        return
+    parquet = fmt == "parquet"
+    write_output(output, result.write_parquet if parquet else text_writer(frame_text(result, fmt)))
+    click.echo(f"wrote {output} ({result.height:,} rows)")
 
 
 def default_html_path(paths: tuple[Path, ...]) -> Path:

@@ -20,6 +20,7 @@ from traceq.cache import CACHE_DIR_ENV, CACHE_VERIFY_ENV, VERIFY_MODES, Cache, C
 from traceq.errors import InvalidArgumentError
 from traceq.executors import ExecutorSpec
 from traceq.importers import FORMATS
+from traceq.importers.compiled import CompiledReadersWarning
 from traceq.progress import import_progress
 
 Decorator = Callable[[Callable[..., None]], Callable[..., None]]
@@ -244,16 +245,21 @@ def cache_of(cache_dir: Path | None, no_cache: bool) -> Cache | bool:
 
 @contextmanager
 def loading(paths: tuple[Path, ...]) -> Iterator[dict[str, Any]]:
-    """Around loading ``paths``: the progress line, and cache warnings as one line each on stderr.
+    """Around loading ``paths``: the progress line, and cache warnings and the compiled readers'
+    absence as one line each on stderr.
     Yields the context's loading options (``traceq.jobs``, ``traceq.scheduler``; see :func:`executor_of`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheWarning)
+        warnings.simplefilter("always", CompiledReadersWarning)
         quiet = bool(click.get_current_context().meta.get("traceq.quiet"))
         with import_progress(list(paths), enabled=not quiet):
             yield click.get_current_context().meta
+    said: set[str] = set()  # (each worker process warns of missing compiled readers once)
     for warning in caught:
-        if issubclass(warning.category, CacheWarning):
-            click.echo(f"traceq: warning: {warning.message}", err=True)
+        if issubclass(warning.category, (CacheWarning, CompiledReadersWarning)):
+            if str(warning.message) not in said:
+                said.add(str(warning.message))
+                click.echo(f"traceq: warning: {warning.message}", err=True)
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 

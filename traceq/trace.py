@@ -2,17 +2,19 @@
 
 A ``Trace`` is written as a traceq Parquet file (:meth:`Trace.to_parquet`; the columnar cache's
 entries are the same bytes, :meth:`Trace.to_arrow`) and read back by :func:`read_parquet` /
-:func:`decode_table`, unchanged; :meth:`Trace.to_sqlite` writes it for ``sqlite3`` and Datasette.
+:func:`decode_table`, unchanged; :meth:`Trace.to_sqlite` writes it for ``sqlite3`` and Datasette
+(through :mod:`traceq.sqlite_ingest`).
 Turning paths into a ``Trace`` is :mod:`traceq.loading`'s job.
 """
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 import pyarrow as pa
@@ -21,19 +23,17 @@ import pyarrow.parquet as pq
 from traceq import schema, sealed_parquet
 from traceq.errors import CorruptTraceError, UnsupportedFormatError
 from traceq.meta import GpuInfo, SourceMeta
+from traceq.pandas_frames import to_pandas
+from traceq.sqlite_ingest import write_sqlite
 from traceq.stats import ImportStats
+
+if TYPE_CHECKING:
+    import pandas
 
 PARQUET_METADATA_KEY = b"traceq"
 SEAL_KEY = b"traceq.blake2b"
 """Parquet key-value metadata key of a :meth:`Trace.to_parquet` file's digest of its own bytes."""
 """Key of the Parquet key-value metadata that holds sources and import statistics."""
-
-_SQLITE_TYPES: dict[pl.DataType, type] = {
-    pl.String(): str,
-    pl.Int64(): int,
-    pl.Int32(): int,
-    pl.Boolean(): bool,
-}
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,38 @@ class Trace:
         found = {str(k): int(n) for k, n in zip(counts["kind"], counts["len"], strict=True)}
         return {k: found.get(k, 0) for k in schema.KINDS}
 
+    def _repr_html_(self) -> str:
+        """In a Jupyter cell: the sources, rows per kind and import warnings (what ``traceq info``
+        shows), every string from the trace escaped.  ``traceq.report(trace)`` shows the analysis;
+        a trace does not analyse itself to be displayed."""
+        e = html.escape
+        sources = "".join(
+            f"<li><code>{e(s.path)}</code> {e(s.format)}"
+            + (f" ({e(s.producer)})" if s.producer else "")
+            + ("" if s.rank is None else f", rank {int(s.rank)}")
+            + "</li>"
+            for s in self.meta.sources
+        )
+        kinds = "".join(
+            f"<tr><td>{e(k)}</td><td style='text-align: right'>{n:,}</td></tr>"
+            for k, n in self.kind_counts().items()
+            if n
+        )
+        warnings = "".join(f"<li>{e(w)}</li>" for w in self.meta.warnings)
+        return (
+            f"<div><strong>traceq Trace</strong>: {self.events.height:,} rows from "
+            f"{len(self.meta.sources)} source(s)<ul>{sources}</ul>"
+            f"<table><thead><tr><th>kind</th><th>rows</th></tr></thead><tbody>{kinds}</tbody></table>"
+            + (f"<p>warnings:</p><ul>{warnings}</ul>" if warnings else "")
+            + "<p><code>traceq.report(trace)</code> shows where the step time went.</p></div>"
+        )
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The event table as a pandas DataFrame (the ``traceq[pandas]`` extra): integer columns as
+        pandas' nullable ``Int64``/``Int32`` (null is ``pd.NA``), Categorical columns ``category``
+        (:func:`traceq.pandas_frames.to_pandas`)."""
+        return to_pandas(self.events)
+
     def to_parquet(self, path: str | Path) -> Path:
         """Write the table (zstd Parquet) with sources and import statistics in its metadata, sealed
         with a digest of its own bytes (:mod:`traceq.sealed_parquet`) that :func:`read_parquet` checks."""
@@ -153,32 +185,54 @@ class Trace:
         return table.replace_schema_metadata(metadata)
 
     def to_sqlite(self, path: str | Path) -> Path:
-        """Write an SQLite database (sqlite-utils) with tables ``events``, ``import_stats``, ``sources``.
+        """Write an SQLite database with tables ``events``, ``import_stats``, ``sources``
+        (:mod:`traceq.sqlite_ingest`: one transaction, indexes on ``start_ns``, ``kind``, ``name``).
 
-        Categorical columns become TEXT; the file opens in ``sqlite3`` or Datasette.
-        """
-        import sqlite_utils
-
+        Categorical columns become TEXT, booleans INTEGER; the file opens in ``sqlite3`` or
+        Datasette.  ``traceq convert -o x.db`` writes the named tables of ``docs/sql.md`` instead."""
         out = Path(path)
-        db = sqlite_utils.Database(out)
-        try:
-            events = self.events.with_columns(pl.col(pl.Categorical, pl.Enum).cast(pl.String))
-            columns = {name: _SQLITE_TYPES[dtype] for name, dtype in events.schema.items()}
-            table = db.table("events")
-            table.create(columns)
-            for batch in events.iter_slices(50_000):
-                table.insert_all(batch.iter_rows(named=True), batch_size=50_000)
-            db.table("import_stats").insert_all(
-                {**c.to_dict(), "skipped": json.dumps(dict(c.skipped), sort_keys=True)}
-                for c in self.import_stats.counts
-            )
-            db.table("sources").insert_all(
-                {k: json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v for k, v in s.to_dict().items()}
-                for s in self.meta.sources
-            )
-        finally:
-            db.close()
+        write_sqlite(out, {"events": self.events.to_arrow(), **self.metadata_tables()}, indexes=EVENT_INDEXES)
         return out
+
+    def metadata_tables(self) -> dict[str, pa.Table]:
+        """The import statistics (one row per source category; ``skipped`` as JSON text) and the
+        sources (one row per file; nested fields as JSON text), as Arrow tables."""
+        stats = [
+            {**c.to_dict(), "skipped": json.dumps(dict(c.skipped), sort_keys=True)} for c in self.import_stats.counts
+        ]
+        sources = [
+            {k: json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v for k, v in s.to_dict().items()}
+            for s in self.meta.sources
+        ]
+        return {
+            "import_stats": pl.DataFrame(stats, schema=_STATS_SCHEMA).to_arrow(),
+            "sources": pl.DataFrame(sources, schema=_SOURCES_SCHEMA).to_arrow(),
+        }
+
+
+EVENT_INDEXES: Final = {"events": ("start_ns", "kind", "name")}
+"""The indexes of an SQLite file's event table: by time, kind and name."""
+
+_STATS_SCHEMA: Final = {
+    "source": pl.String,
+    "category": pl.String,
+    "kind": pl.String,
+    "events": pl.Int64,
+    "rows": pl.Int64,
+    "skipped": pl.String,
+}
+_SOURCES_SCHEMA: Final = {
+    "path": pl.String,
+    "format": pl.String,
+    "format_version": pl.String,
+    "producer": pl.String,
+    "rank": pl.Int64,
+    "world_size": pl.Int64,
+    "clock_offset_ns": pl.Int64,
+    "gpus": pl.String,
+    "properties": pl.String,
+    "warnings": pl.String,
+}
 
 
 def read_parquet(path: Path) -> Trace:

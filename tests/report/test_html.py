@@ -225,7 +225,10 @@ def test_findings_come_first_most_severe_first_with_evidence_and_fix(samples: Pa
     assert "<dt>idle_input_ns</dt><dd>1.02 ms</dd>" in section
     assert "<dt>idle_input_share</dt><dd>7.7%</dd>" in section
     assert "<li>GPU 0 waited 359 µs for a copy" in section and section.count('href="#timeline"') == 1
-    assert "<li>GPU 5 is not on the timeline</li>" in section
+    # Every timed piece of evidence gives its absolute trace time, for Perfetto and the nsys GUI.
+    absolute = f"(t = {gap.start_ns} ns, ts {gap.start_ns // 1000}.{gap.start_ns % 1000:03d} µs)"
+    assert f'<li>GPU 5 is not on the timeline <span class="note">{absolute}</span></li>' in section
+    assert section.count(absolute) == 2 and "annotated.json.gz</code>) show them." in section
     assert "<strong>Fix:</strong> Pin memory and prefetch." in section
     header = page[: page.index("</header>")]
     assert 'class="pill sev-high">high</span>Input stall: 7.7% of step time (and 1 more)' in header

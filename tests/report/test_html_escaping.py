@@ -242,3 +242,39 @@ def _strings(value: Any) -> list[str]:
 def _unplotted(text: str) -> str:
     """A chart label as plotly shows it (the inverse of ``plot_text``)."""
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def test_in_a_notebook_the_hostile_report_is_one_sandboxed_frame_holding_exactly_the_page(
+    hostile: tuple[Hostile, Report],
+) -> None:
+    # The cell's HTML is one iframe and nothing else: no trace string ends the srcdoc attribute,
+    # and the browser decodes the attribute back to the very page the escaping tests above check.
+    _, report = hostile
+    cell = report._repr_html_()
+    assert cell is not None
+    frame = parse(cell)
+    assert [tag for tag, _ in frame.tags] == ["iframe"] and not frame.comments and not "".join(frame.text).strip()
+    attrs = frame.tags[0][1]
+    assert set(attrs) == {"title", "sandbox", "style", "srcdoc"} and attrs["sandbox"] == "allow-scripts"
+    assert attrs["srcdoc"] == render_html(report)
+    assert cell.count("<") == 2 and cell.count(">") == 2  # the page's own markup is all entities
+
+
+def test_a_trace_in_a_notebook_escapes_its_sources_and_warnings() -> None:
+    from ..builders import kernel, trace
+
+    plain = trace(kernel(0, 10))
+    source = dataclasses.replace(plain.meta.sources[0], path=PAYLOAD, producer=PAYLOAD, warnings=(PAYLOAD,))
+    hostile_trace = dataclasses.replace(plain, meta=dataclasses.replace(plain.meta, sources=(source,)))
+    cell = hostile_trace._repr_html_()
+    tags = parse(cell)
+    assert {tag for tag, _ in tags.tags} <= {"div", "strong", "ul", "li", "code", "table", "thead", "tr", "th"} | {
+        "tbody",
+        "td",
+        "p",
+    }
+    assert {name for _, attrs in tags.tags for name in attrs} <= {"style"} and not tags.comments
+    text = "".join(tags.text)
+    # The path, the producer and the warning ("<path>: <warning>"), each as written.
+    assert text.count(PAYLOAD) == 4
+    assert "kernel" in text and "<script>alert" not in cell

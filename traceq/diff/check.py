@@ -117,10 +117,15 @@ def budgets_of(values: Mapping[str, Any], *, source: str | Path | None = None) -
                 raise InvalidArgumentError("forbid must be a list of finding ids", path=source)
             out[key] = check_forbidden(listed, source=source)
         elif key == "max_step_ms":
-            out[key] = parse_positive(value, key, source=source)
+            out[key] = parse_positive(value, _spelled(key, source), source=source)
         else:
-            out[key] = parse_share(value, key, source=source)
+            out[key] = parse_share(value, _spelled(key, source), source=source)
     return Budgets(**out)
+
+
+def _spelled(key: str, source: str | Path | None) -> str:
+    """A budget's name as the user wrote it: the TOML key in a file, the option on the command line."""
+    return key if source is not None else f"--{key.replace('_', '-')}"
 
 
 def read_budget_file(path: Path) -> Budgets:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from traceq.errors import CorruptTraceError, InputNotFoundError, NotARegularFileError, UnsupportedFormatError
+from traceq.importers.compiled import warn_if_missing
 from traceq.importers.result import ImportResult
 
 Format = Literal["nsys-sqlite", "nsys-rep", "kineto-json", "parquet"]
@@ -136,6 +137,7 @@ def read_file(path: Path, fmt: Format | None = None, *, max_inflate_ratio: float
     """
     check_regular_file(path)
     fmt = fmt or detect_format(path)
+    warn_if_missing()
     if fmt == "parquet":
         raise UnsupportedFormatError(
             "is a traceq Parquet table, not a source trace", path=path, hint="open it with traceq.load()"

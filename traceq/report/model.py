@@ -24,6 +24,7 @@ from traceq.analyses.model import (
 )
 from traceq.analyses.timeline import TimelineExcerpt
 from traceq.meta import SourceMeta
+from traceq.report import display
 from traceq.report.jsonschema import PayloadError, dataclass_schema, from_jsonable, to_jsonable
 from traceq.stats import CategoryCount
 
@@ -85,6 +86,10 @@ class Report:
         if version != REPORT_SCHEMA_VERSION:
             raise PayloadError("schema_version", f"is {version!r}; this traceq reads version {REPORT_SCHEMA_VERSION}")
         return from_jsonable(cls, payload)
+
+    def _repr_html_(self) -> str | None:
+        """In a Jupyter cell: the HTML report in an iframe (:mod:`traceq.report.notebook`)."""
+        return display.html(self)
 
 
 def report_json_schema() -> dict[str, Any]:

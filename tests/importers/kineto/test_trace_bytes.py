@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import gzip
 import mmap
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
+from traceq.importers.compiled import build
 from traceq.importers.kineto import trace_bytes
 
 _WAIT_S = 120.0
@@ -112,7 +112,9 @@ def test_an_inflater_held_to_a_distance_waits_for_the_parser_and_never_deadlocks
 # --------------------------------------------------------------------------------------------
 # Moving pages
 
-LINUX_ONLY = pytest.mark.skipif(sys.platform != "linux", reason="moving pages is Linux's mremap; elsewhere it declines")
+LINUX_ONLY = pytest.mark.skipif(
+    not build().page_moves, reason="moving pages is Linux's mremap, not in this build (not Linux, or TRACEQ_PORTABLE_C)"
+)
 
 
 @LINUX_ONLY

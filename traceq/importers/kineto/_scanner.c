@@ -39,12 +39,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 #include <math.h>
 #include <stdint.h>
-#if defined(__linux__)
+
+#include "_bits.h"
+#if TQ_PAGE_MOVES
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
@@ -178,13 +177,13 @@ static inline int blank(unsigned char c) { return c == ' ' || c == '\n' || c == 
 static inline Ptr ws(Ptr p, Ptr e) {
     if (p >= e || !blank(*p)) return p;
     if (++p >= e || !blank(*p)) return p; /* the usual single space: no vector work */
-#if defined(__SSE2__)
+#if TQ_SSE2
     while (p + 16 <= e) {
         __m128i x = _mm_loadu_si128((const __m128i *)p);
         __m128i b = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\n'))),
                                  _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t'))));
         unsigned mask = (unsigned)_mm_movemask_epi8(b) ^ 0xFFFFu;
-        if (mask) return p + __builtin_ctz(mask);
+        if (mask) return p + tq_ctz32(mask);
         p += 16;
     }
 #endif
@@ -195,14 +194,14 @@ static inline Ptr ws(Ptr p, Ptr e) {
 /* The first byte at or after p that ends a run of plain string bytes: a quote, a backslash, a
    control character or a non-ASCII byte. */
 static inline Ptr plain_run(Ptr p, Ptr e) {
-#if defined(__SSE2__)
+#if TQ_SSE2
     while (p + 16 <= e) {
         __m128i x = _mm_loadu_si128((const __m128i *)p);
         /* signed compare: bytes >= 0x80 are negative, so "< 0x20" also catches them */
         __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
                                     _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
         unsigned mask = (unsigned)_mm_movemask_epi8(stop);
-        if (mask) return p + __builtin_ctz(mask);
+        if (mask) return p + tq_ctz32(mask);
         p += 16;
     }
 #endif
@@ -845,7 +844,7 @@ static PyObject *result(Scan *s, size_t consumed, int status) {
             continue;
         }
         size_t valid = 0;
-        for (size_t b = 0; b < (s->rows + 7) / 8; b++) valid += (size_t)__builtin_popcount(f->valid[b]);
+        for (size_t b = 0; b < (s->rows + 7) / 8; b++) valid += (size_t)tq_popcount8(f->valid[b]);
         PyObject *item = Py_BuildValue("(NNn)", hand_over(f->values, s->rows * f->width, f->values_cap),
                                        hand_over(f->valid, (s->rows + 7) / 8, f->valid_cap),
                                        (Py_ssize_t)(s->rows - valid));
@@ -1124,7 +1123,7 @@ static PyObject *move_pages(PyObject *self, PyObject *args) {
     Py_ssize_t begin, end, target;
     if (!PyArg_ParseTuple(args, "w*nnn", &view, &begin, &end, &target)) return NULL;
     int moved = 0;
-#if defined(__linux__)
+#if TQ_PAGE_MOVES
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4 /* linux/mman.h, 5.7+; an older kernel answers EINVAL */
 #endif
@@ -1176,12 +1175,12 @@ static inline int hex_value(unsigned char c) {
 
 /* The first byte at or after p that is a quote or a backslash. */
 static inline Ptr quote_or_backslash(Ptr p, Ptr e) {
-#if defined(__SSE2__)
+#if TQ_SSE2
     while (p + 16 <= e) {
         __m128i x = _mm_loadu_si128((const __m128i *)p);
         unsigned mask = (unsigned)_mm_movemask_epi8(
             _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
-        if (mask) return p + __builtin_ctz(mask);
+        if (mask) return p + tq_ctz32(mask);
         p += 16;
     }
 #endif
@@ -1193,7 +1192,7 @@ static inline Ptr quote_or_backslash(Ptr p, Ptr e) {
    the lenient parser finds them (a backslash takes the byte after it), so that both parsers see
    the same strings; a string is cut only where its prefix stays valid: not inside an escape, not
    right after the high half of a surrogate pair, not before a UTF-8 continuation byte. */
-#if defined(__SSE2__)
+#if TQ_SSE2
 /* Bits of the 64 bytes at p: quotes, backslashes, JSON whitespace. */
 static inline void masks64(Ptr p, uint64_t *quotes, uint64_t *backslashes, uint64_t *blanks) {
     uint64_t q = 0, b = 0, w = 0;
@@ -1236,15 +1235,15 @@ static inline int squeeze_block(Squeeze *z, Ptr r, int64_t max_blank, int64_t ma
         run = z->blank_run + 64;
         if (run > max_blank) return 0;
     } else {
-        if (z->blank_run + __builtin_ctzll(~outside_blanks) > max_blank) return 0;
-        run = __builtin_clzll(~outside_blanks); /* the blanks after the last other byte */
+        if (z->blank_run + tq_ctz64(~outside_blanks) > max_blank) return 0;
+        run = tq_clz64(~outside_blanks); /* the blanks after the last other byte */
     }
     int64_t length;
     if (!quotes) {
         length = in_string ? z->string_len + 64 : 0;
     } else {
-        if (in_string && z->string_len + __builtin_ctzll(quotes) > max_string) return 0;
-        length = 63 - (63 - __builtin_clzll(quotes)); /* the bytes after the last quote */
+        if (in_string && z->string_len + tq_ctz64(quotes) > max_string) return 0;
+        length = 63 - (63 - tq_clz64(quotes)); /* the bytes after the last quote */
     }
     int ends_inside = (int)(inside >> 63);
     if (ends_inside && length > max_string) return 0;
@@ -1256,9 +1255,12 @@ static inline int squeeze_block(Squeeze *z, Ptr r, int64_t max_blank, int64_t ma
 #endif
 
 static size_t squeeze_bytes(Squeeze *z, unsigned char *buf, size_t n, int64_t max_blank, int64_t max_string) {
-    unsigned char *r = buf, *w = buf, *e = buf + n, *slow_until = buf;
+    unsigned char *r = buf, *w = buf, *e = buf + n;
+#if TQ_SSE2
+    unsigned char *slow_until = buf;
+#endif
     while (r < e) {
-#if defined(__SSE2__)
+#if TQ_SSE2
         /* (runs and strings inside one block are then shorter than a limit) */
         if (r >= slow_until && max_blank >= 64 && max_string >= 64 && !(z->flags & (SQ_DROP | SQ_ESCAPE)) &&
             z->hex_left == 0) {
@@ -1272,7 +1274,7 @@ static size_t squeeze_bytes(Squeeze *z, unsigned char *buf, size_t n, int64_t ma
         }
 #endif
         if (!(z->flags & SQ_STRING)) {
-#if defined(__SSE2__)
+#if TQ_SSE2
             /* 16 bytes at a time, up to and including the next quote, while no run of whitespace
                grows past its limit (else byte by byte below) */
             while (r + 16 <= e) {
@@ -1281,7 +1283,7 @@ static size_t squeeze_bytes(Squeeze *z, unsigned char *buf, size_t n, int64_t ma
                 unsigned blanks = (unsigned)_mm_movemask_epi8(
                     _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\n'))),
                                  _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\r')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\t')))));
-                unsigned k = quotes ? (unsigned)__builtin_ctz(quotes) : 16; /* the bytes before the quote */
+                unsigned k = quotes ? (unsigned)tq_ctz32(quotes) : 16; /* the bytes before the quote */
                 unsigned before = k == 16 ? 0xFFFFu : (1u << k) - 1;
                 unsigned solid = ~blanks & before;
                 if (!solid) {
@@ -1295,8 +1297,8 @@ static size_t squeeze_bytes(Squeeze *z, unsigned char *buf, size_t n, int64_t ma
                     if (z->blank_run + k > max_blank) break; /* the limit falls inside: byte by byte */
                     z->blank_run += k;
                 } else {
-                    if (z->blank_run + __builtin_ctz(solid) > max_blank) break;
-                    z->blank_run = k - 1 - (31 - __builtin_clz(solid)); /* the blanks after the last non-blank */
+                    if (z->blank_run + tq_ctz32(solid) > max_blank) break;
+                    z->blank_run = k - 1 - (31 - tq_clz32(solid)); /* the blanks after the last non-blank */
                 }
                 if (w != r) memmove(w, r, k);
                 w += k;
@@ -1507,7 +1509,8 @@ PyMODINIT_FUNC PyInit__scanner(void) {
         PyModule_AddIntConstant(m, "ARGS", T_ARGS) || PyModule_AddIntConstant(m, "PART", T_PART) || PyModule_AddIntConstant(m, "TOP", AT_TOP) ||
         PyModule_AddIntConstant(m, "IN_ARGS", AT_ARGS) || PyModule_AddIntConstant(m, "MORE", MORE) ||
         PyModule_AddIntConstant(m, "CLOSED", CLOSED) || PyModule_AddIntConstant(m, "OPEN_END", OPEN_END) ||
-        PyModule_AddIntConstant(m, "MAX_TEXT_BYTES", (long)MAX_TEXT_BYTES)) {
+        PyModule_AddIntConstant(m, "MAX_TEXT_BYTES", (long)MAX_TEXT_BYTES) ||
+        PyModule_AddIntConstant(m, "SSE2", TQ_SSE2) || PyModule_AddIntConstant(m, "PAGE_MOVES", TQ_PAGE_MOVES)) {
         Py_DECREF(m);
         return NULL;
     }

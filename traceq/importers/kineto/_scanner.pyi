@@ -17,6 +17,10 @@ MORE: Final[int]
 CLOSED: Final[int]
 OPEN_END: Final[int]
 MAX_TEXT_BYTES: Final[int]
+SSE2: Final[int]
+"""1 where the 16-byte SSE2 loops were built in (``_bits.h``), 0 where the byte-by-byte ones run."""
+PAGE_MOVES: Final[int]
+"""1 where :func:`move_pages` was built with Linux's mremap, 0 where it always declines."""
 
 Column = tuple[Buffer, Buffer, int] | None
 """A field's values, validity bitmap and null count (None for the ``args`` holder)."""

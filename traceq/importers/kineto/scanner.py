@@ -65,7 +65,7 @@ CLOSED: Final = 1
 """A pass's status when it stopped at the array's ``]``."""
 OPEN_END: Final = 2
 """A pass's status when the data ended after a complete event, without a ``]``."""
-NOT_BUILT: Final = "the compiled scanner is not built (pip install . or pip install -e . builds it)"
+NOT_BUILT: Final = "traceq was installed without its compiled scanner (no C compiler at install time)"
 """The fast path's reason to decline where traceq runs from a source tree without its C module."""
 
 

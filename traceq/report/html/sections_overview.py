@@ -43,10 +43,13 @@ class Header:
 @dataclass(frozen=True)
 class EvidenceItem:
     """One piece of a finding's evidence; ``timeline_offset`` is how far into the timeline
-    window it lies (``1.20 ms``), ``None`` when the timeline does not show it."""
+    window it lies (``1.20 ms``), ``None`` when the timeline does not show it; ``trace_time`` its
+    absolute time on the trace's own clock (ns, and the µs ``ts`` a Chrome trace shows), so that
+    Perfetto, chrome://tracing or the nsys GUI can be taken to the same spot."""
 
     text: str
     timeline_offset: str | None
+    trace_time: str | None = None
     zoom_ms: str | None = None
     """Where the link zooms the timeline: ``"START END"``, ms into its window (the chart's x axis)."""
 
@@ -74,6 +77,8 @@ class Findings:
 
     cards: tuple[FindingCard, ...]
     withheld: tuple[WithheldFinding, ...]
+    annotated: str | None = None
+    """The command that writes the annotated Chrome trace these times can be found in."""
 
 
 def trace_name(files: Sequence[SourceMeta]) -> str:
@@ -168,7 +173,8 @@ def findings(report: Report) -> Findings:
                 offset = format_ns(ev.start_ns - tl.start_ns)
                 end_ns = min(ev.end_ns if ev.end_ns is not None else ev.start_ns, tl.end_ns)
                 zoom = f"{(ev.start_ns - tl.start_ns) / 1e6:.6f} {(end_ns - tl.start_ns) / 1e6:.6f}"
-            evidence.append(EvidenceItem(ev.text, offset, zoom))
+            at = None if ev.start_ns is None else trace_time(ev.start_ns)
+            evidence.append(EvidenceItem(ev.text, offset, at, zoom))
         cards.append(
             FindingCard(
                 id=f.id,
@@ -182,4 +188,23 @@ def findings(report: Report) -> Findings:
                 caveats=f.caveats,
             )
         )
-    return Findings(tuple(cards), report.withheld_findings)
+    return Findings(tuple(cards), report.withheld_findings, annotated_command(report.source.files))
+
+
+def trace_time(ns: int) -> str:
+    """An absolute time on the trace's clock, as ns and as a Chrome trace's ``ts`` in µs (exact)."""
+    sign, whole = ("-", -ns) if ns < 0 else ("", ns)
+    return f"t = {ns} ns, ts {sign}{whole // 1000}.{whole % 1000:03d} µs"
+
+
+def annotated_command(files: Sequence[SourceMeta]) -> str | None:
+    """``traceq convert SOURCE -o NAME.annotated.json.gz`` for a one-file trace; None for a job
+    (each rank's file converts on its own)."""
+    if len(files) != 1:
+        return None
+    path = files[0].path
+    name = path.rsplit("/", 1)[-1]
+    for suffix in (".gz", ".json", ".sqlite", ".nsys-rep", ".parquet", ".db"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+    return f"traceq convert {path} -o {name or 'trace'}.annotated.json.gz"

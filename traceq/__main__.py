@@ -1,0 +1,5 @@
+"""``python -m traceq``: the command line, as the ``traceq`` script runs it."""
+
+from traceq.cli import main
+
+main()
