@@ -9,6 +9,9 @@ how they are written, is :mod:`traceq.outputs`' business.
 from __future__ import annotations
 
 import json
+import os
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +54,27 @@ def cli(debug: bool) -> None:
 
     traceq reads Nsight Systems exports (.sqlite, or .nsys-rep with nsys on PATH) and PyTorch
     profiler traces (.json, .json.gz; a directory of ranks) into one event table.
+
+    \b
+    Examples:
+      traceq report run.nsys-rep                    # summary, and run.report.html beside it
+      traceq report ranks/ -o job.html --json job.json
+      traceq report run.pt.trace.json.gz --json - --quiet | jq .findings
+      traceq info run.sqlite
+      traceq diff before.json.gz after.json.gz
+
+    Colours: none when NO_COLOR is set (to anything) or TERM=dumb, or when stdout is not a
+    terminal. Shell completion: eval "$(_TRACEQ_COMPLETE=bash_source traceq)" (zsh_source,
+    fish_source for those shells).
     """
+    if no_colour(os.environ):
+        click.get_current_context().color = False
+
+
+def no_colour(env: Mapping[str, str]) -> bool:
+    """Whether the environment asks for no colour: ``NO_COLOR`` set to anything non-empty
+    (no-color.org), or ``TERM=dumb``."""
+    return bool(env.get("NO_COLOR")) or env.get("TERM") == "dumb"
 
 
 @cli.command()
@@ -235,10 +258,16 @@ def default_html_path(paths: tuple[Path, ...]) -> Path:
     "--output",
     type=output_path,
     default=None,
-    help="Write the report here; .html, .json or .txt by suffix. Default: <input>.report.html next to the input.",
+    help="Write the report here; .html, .json or .txt by suffix; - writes the HTML to stdout. "
+    "Default: <input>.report.html next to the input.",
 )
-@click.option("--json", "json_out", type=output_path, default=None, help="Also write the JSON report here.")
+@click.option(
+    "--json", "json_out", type=output_path, default=None, help="Also write the JSON report here; - for stdout."
+)
 @click.option("--no-html", is_flag=True, help="Print the summary only; write no HTML file.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="No summary, no progress line, no 'wrote' lines: only errors and warnings."
+)
 @click.option(
     "--cdn", is_flag=True, help="Link plotly.js from its CDN instead of inlining it (smaller file, needs network)."
 )
@@ -253,6 +282,7 @@ def report(
     output: Path | None,
     json_out: Path | None,
     no_html: bool,
+    quiet: bool,
     cdn: bool,
     force: bool,
     step_pattern: str,
@@ -279,15 +309,24 @@ def report(
     Several files (a job's ranks) are reported rank by rank: each worker loads and summarises one
     rank, so no process holds more than one rank's events.
     """
+    stdout = [name for name, path in (("-o", output), ("--json", json_out)) if path == STDOUT]
+    if len(stdout) > 1:
+        raise click.UsageError("-o - and --json - both write to stdout: choose one")
+    if no_html and output is not None and output != STDOUT and output.suffix.lower() in (".html", ".htm"):
+        raise click.UsageError(f"--no-html and -o {output} contradict each other: drop one")
     outputs: list[Path] = []
-    if output is not None:
+    if output is not None and output != STDOUT:
         renderer_for(output)  # an unknown suffix fails before the import
         outputs.append(output)
-    elif not no_html:
+    elif output is None and not no_html and not stdout:
         outputs.append(default_html_path(paths))
-    if json_out is not None:
+    if json_out is not None and json_out != STDOUT:
         outputs.append(json_out)
     check_outputs(outputs, paths, force=force)
+    # With a report on stdout, the summary and the 'wrote' lines go to stderr (a pipe gets the report only).
+    to_stderr = bool(stdout)
+    ctx = click.get_current_context()
+    ctx.meta["traceq.quiet"] = quiet
     model = model_spec(params, layers, attn_width, seq_len, tokens_per_step, flops_per_step, recompute)
     with loading(paths) as meta:
         # Several files are reported rank by rank: no process holds more than one rank's table.
@@ -310,9 +349,19 @@ def report(
         )
     for path in outputs:  # the files first: a reader of stdout that goes away early loses no file
         write_output(path, text_writer(renderer_for(path, cdn=cdn).render(result)))
-    click.echo(render_text(result), nl=False)
+    if stdout:
+        suffix = ".json" if stdout[0] == "--json" else ".html"
+        sys.stdout.write(renderer_for(Path("stdout" + suffix), cdn=cdn).render(result))
+        sys.stdout.flush()
+    if quiet:
+        return
+    click.echo(render_text(result), nl=False, err=to_stderr)
     for path in outputs:
-        click.echo(f"wrote {path}")
+        click.echo(f"wrote {path}", err=to_stderr)
+
+
+STDOUT = Path("-")
+"""``-o -`` and ``--json -``: the report goes to stdout."""
 
 
 def _load(paths: tuple[Path, ...], input_format: Any, cache_dir: Path | None, no_cache: bool) -> api.Trace:

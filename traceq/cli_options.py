@@ -251,7 +251,8 @@ def loading(paths: tuple[Path, ...]) -> Iterator[dict[str, Any]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheWarning)
         warnings.simplefilter("always", CompiledReadersWarning)
-        with import_progress(list(paths)):
+        quiet = bool(click.get_current_context().meta.get("traceq.quiet"))
+        with import_progress(list(paths), enabled=not quiet):
             yield click.get_current_context().meta
     said: set[str] = set()  # (each worker process warns of missing compiled readers once)
     for warning in caught:

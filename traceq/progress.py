@@ -39,26 +39,34 @@ def _human_bytes(n: int) -> str:
 
 @contextmanager
 def import_progress(
-    paths: Sequence[Path], *, stream: TextIO | None = None, delay_s: float = 1.0, interval_s: float = 0.2
+    paths: Sequence[Path],
+    *,
+    stream: TextIO | None = None,
+    delay_s: float = 1.0,
+    interval_s: float = 0.2,
+    enabled: bool = True,
 ) -> Iterator[None]:
-    """Show ``importing NAME (SIZE) … 3.4 s`` on ``stream`` (stderr) while the block runs."""
+    """Show ``importing NAME (SIZE) … 3.4 s`` on ``stream`` (stderr) while the block runs
+    (``enabled=False``: ``--quiet``).  Under ``TERM=dumb`` the line is redrawn with a carriage
+    return and spaces, never an escape sequence."""
     out = stream if stream is not None else sys.stderr
-    if not out.isatty() or os.environ.get("CI"):
+    if not enabled or not out.isatty() or os.environ.get("CI"):
         yield
         return
     label = paths[0].name if len(paths) == 1 else f"{len(paths)} inputs"
     size = _human_bytes(_size_of(paths))
     done = threading.Event()
     started = time.monotonic()
+    clear = "\r" + " " * 79 + "\r" if os.environ.get("TERM") == "dumb" else "\r\x1b[2K"
 
     def draw() -> None:
         if done.wait(delay_s):
             return
         while not done.is_set():
-            out.write(f"\r\x1b[2Kimporting {label} ({size}) … {time.monotonic() - started:.1f} s")
+            out.write(f"{clear}importing {label} ({size}) … {time.monotonic() - started:.1f} s")
             out.flush()
             done.wait(interval_s)
-        out.write("\r\x1b[2K")
+        out.write(clear)
         out.flush()
 
     worker = threading.Thread(target=draw, name="traceq-progress", daemon=True)

@@ -105,7 +105,34 @@ def test_three_steps_show_every_stream_and_every_cause() -> None:
     assert labels[(1400, "launch")] == (
         "launch: cudaLaunchKernel called 20 ns into the gap; also cpu 20%, dependency 10%"
     )
-    assert timeline_rows(excerpt) == ["GPU 0 · idle gaps", "GPU 0 · stream 7", "GPU 0 · stream 20"]
+    assert timeline_rows(excerpt) == [
+        "GPU 0 · CPU thread 101",
+        "GPU 0 · idle gaps",
+        "GPU 0 · stream 7",
+        "GPU 0 · stream 20",
+    ]
+
+
+def test_the_launching_thread_shows_its_calls_coloured_by_the_cause_they_explain() -> None:
+    other_thread = api("cudaMalloc", 10, 20, tid=999)  # launches nothing on the device: not drawn
+    events = table(*EVENTS.to_dicts(), other_thread)
+    excerpt = timeline_excerpt(events, analyze(events))
+    assert excerpt is not None
+    spans = [(c.tid, c.kind, c.name, c.start_ns, c.end_ns) for c in excerpt.cpu]
+    assert spans == [
+        (101, "launch", "cudaLaunchKernel", 50, 60),
+        (101, "launch", "cudaLaunchKernel", 90, 95),
+        (101, "launch", "cudaLaunchKernel", 1420, 1450),
+        (101, "sync", "cudaStreamSynchronize", 2050, 2600),
+        (101, "launch", "cudaLaunchKernel", 2612, 2620),
+        (101, "launch", "cudaMemcpyAsync", 3050, 3060),
+    ]
+    assert excerpt.cpu_total == len(spans)
+    # each gap names the call behind it: the sync for a sync gap, else the launch that ended it
+    calls = {(g.start_ns, g.cause): (g.call_tid, g.call_start_ns, g.call_end_ns) for g in excerpt.gaps}
+    assert calls[(2000, "sync")] == (101, 2050, 2600)
+    assert calls[(1400, "launch")] == (101, 1420, 1450)
+    assert calls[(3200, "cpu")] == (None, None, None)  # no launch recorded for the kernel after it
 
 
 def test_without_step_ranges_the_window_is_the_whole_activity() -> None:
@@ -187,8 +214,13 @@ def test_multi_rank_excerpt_matches_an_independent_selection(
     assert expected, "the sample has gaps inside the window"
 
     rows = timeline_rows(excerpt)
-    assert rows[:3] == ["rank 0 · GPU 0 · idle gaps", "rank 0 · GPU 0 · stream 7", "rank 0 · GPU 0 · stream 20"]
-    assert len(rows) == 4 * 3
+    assert rows[:4] == [
+        "rank 0 · GPU 0 · CPU thread 48213",
+        "rank 0 · GPU 0 · idle gaps",
+        "rank 0 · GPU 0 · stream 7",
+        "rank 0 · GPU 0 · stream 20",
+    ]
+    assert len(rows) == 4 * 4  # per rank: its launching thread, its gaps, two streams
 
 
 def test_max_devices_limits_the_devices_and_downsampling_is_deterministic(

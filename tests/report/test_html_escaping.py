@@ -60,7 +60,11 @@ ELEMENTS: Final = {
     "main", "section", "h2", "article", "h3", "code", "dl", "dt", "dd", "h4", "ul", "li", "strong", "table",
     "thead", "tr", "th", "tbody", "td", "b", "details", "summary", "footer",
 }  # fmt: skip
-ATTRIBUTES: Final = {"lang", "charset", "name", "content", "type", "id", "class", "href", "style", "title"}
+ATTRIBUTES: Final = {
+    "lang", "charset", "name", "content", "type", "id", "class", "href", "style", "title",
+    "data-zoom-ms",  # two numbers traceq formats (where an evidence link zooms the timeline)
+    "data-encoding",  # how the packed plotly.js element is encoded
+}  # fmt: skip
 CDN_ATTRIBUTES: Final = {"src", "integrity", "crossorigin"}
 
 

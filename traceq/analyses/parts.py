@@ -43,6 +43,7 @@ from traceq.analyses.comm import with_comm_flags
 from traceq.analyses.completeness import CoverageRow, coverage_rows
 from traceq.analyses.findings import JOB_RULES, RANKED_RULES, rank_findings
 from traceq.analyses.findings_base import DeviceTotals, Ranking, WorstDevice, build_context, ranking
+from traceq.analyses.host_state import CPU_KINDS
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, Mfu, PhaseBreakdown, StepBreakdown
 from traceq.analyses.operators import top_operators
@@ -280,7 +281,8 @@ class PartDetail:
     covered_ns: np.ndarray[Any, np.dtype[np.int64]]
     findings: tuple[Finding, ...] = ()
     activity: pl.DataFrame | None = None
-    """Event rows (every column) of GPU activity that may overlap the window."""
+    """Event rows (every column) of GPU activity that may overlap the window, and the CPU rows of
+    the same processes there (the timeline's launching threads)."""
     gaps: pl.DataFrame | None = None
     """Gap-table rows that may overlap the window."""
 
@@ -368,7 +370,17 @@ def detail_part(events: pl.DataFrame, request: DetailRequest, options: Options) 
             (pl.col("source") == source) & pl.col("pid").eq_missing(pid) & (pl.col("device") == device)
             for source, pid, device in keys
         )
-        activity = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & on_keys & near)
+        on_processes = pl.any_horizontal(
+            (pl.col("source") == source) & pl.col("pid").eq_missing(pid) for source, pid, _ in keys
+        )
+        # The GPU activity, and the CPU rows of the same processes (the excerpt's launching threads).
+        activity = events.filter(
+            near
+            & (
+                (pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & on_keys)
+                | (pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null() & on_processes)
+            )
+        )
         gaps = analysis.gap_table.filter(on_keys & near)
     return PartDetail(covered_ns=covered, findings=tuple(findings), activity=activity, gaps=gaps)
 

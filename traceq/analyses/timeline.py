@@ -19,6 +19,10 @@ When more than ``max_bars`` activities fall in the window, the longest ``max_bar
 rows of those devices that overlap the window, clipped to it (the longest ``max_bars`` when there
 are more), each labelled with its cause and the CPU call that explains it.
 
+The launching CPU threads of those devices, with their calls, syncs, loader ranges and operators,
+come from :mod:`traceq.analyses.timeline_cpu`; each gap names the thread and interval of the call
+behind it (``call_*``), so the page can draw the flow from the gap to its call.
+
 Everything is selected with polars; Python only builds the (at most ``max_bars``) output objects.
 """
 
@@ -32,6 +36,7 @@ import polars as pl
 
 from traceq import schema
 from traceq.analyses.model import CAUSES, Analysis, DeviceBreakdown, Gap, StepBreakdown
+from traceq.analyses.timeline_cpu import TimelineSpan, cpu_spans
 from traceq.units import format_ns, shorten
 
 
@@ -59,6 +64,12 @@ class TimelineGap:
     end_ns: int
     cause: str
     label: str
+    call_tid: int | None = None
+    """The thread of the CPU call behind the gap (the sync for a ``sync`` gap, else the launch of
+    the activity that ended it), and where that call lies (ns, not clipped): the flow the page
+    draws from the gap to its call.  ``None`` where no call was matched."""
+    call_start_ns: int | None = None
+    call_end_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,10 @@ class TimelineExcerpt:
     bars_total: int
     gaps: tuple[TimelineGap, ...]
     gaps_total: int
+    cpu: tuple[TimelineSpan, ...] = ()
+    """The launching threads' spans (:mod:`traceq.analyses.timeline_cpu`); ``cpu_total`` counts
+    them before downsampling to ``max_bars``."""
+    cpu_total: int = 0
 
 
 DEFAULT_STEPS: Final = 3
@@ -142,6 +157,7 @@ def excerpt(
     keys = _device_keys(window.devices)
     bars, bars_total = _bars(events, keys, window.start_ns, window.end_ns, max_bars)
     gaps, gaps_total = _gaps(gap_table, keys, window.start_ns, window.end_ns, max_bars)
+    cpu, cpu_total = cpu_spans(events, keys, window.start_ns, window.end_ns, max_bars)
     return TimelineExcerpt(
         start_ns=window.start_ns,
         end_ns=window.end_ns,
@@ -150,6 +166,8 @@ def excerpt(
         bars_total=bars_total,
         gaps=gaps,
         gaps_total=gaps_total,
+        cpu=cpu,
+        cpu_total=cpu_total,
     )
 
 
@@ -265,10 +283,23 @@ def _gaps(
             end_ns=min(int(r["end_ns"]), end_ns),
             cause=r["cause"],
             label=gap_label({**r, "causes_ns": {c: r[f"{c}_ns"] for c in CAUSES}}),
+            **_call_of(r),
         )
         for r in rows.iter_rows(named=True)
     )
     return gaps, total
+
+
+def _call_of(row: Mapping[str, Any]) -> dict[str, int | None]:
+    """The gap's call (thread, start, end): the sync for a ``sync`` gap, else the launch."""
+    use = "sync" if row["cause"] == "sync" and row.get("sync_tid") is not None else "launch"
+    if row.get(f"{use}_tid") is None or row.get(f"{use}_start_ns") is None:
+        return {}
+    return {
+        "call_tid": int(row[f"{use}_tid"]),
+        "call_start_ns": int(row[f"{use}_start_ns"]),
+        "call_end_ns": int(row[f"{use}_end_ns"]),
+    }
 
 
 def _short(name: str | None) -> str:

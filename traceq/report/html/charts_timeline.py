@@ -1,6 +1,9 @@
-"""The HTML report's timeline: a few steps of a few devices, one row per CUDA stream and a row of
-idle gaps per device, the longest gaps shaded across their device's rows, dotted lines at step
-starts.
+"""The HTML report's timeline: a few steps of a few devices; per device its launching CPU threads
+(calls, syncs, loader ranges, operators, coloured like the idle causes they explain), a row of idle
+gaps, and one row per CUDA stream; the longest gaps shaded across their device's rows, a line from
+each gap to the CPU call behind it, dotted lines at step starts.  Hover texts give times both
+into the window (``+1.20 ms``) and on the trace's own clock (``t = 1234567890 ns``), to find the
+spot in Perfetto or the nsys GUI.
 
 It draws the report's :class:`~traceq.report.model.TimelineExcerpt` as it is (the excerpt is
 chosen in :mod:`traceq.analyses.timeline`); trace strings go through
@@ -16,6 +19,7 @@ import plotly.graph_objects as go
 
 from traceq.analyses.model import CAUSES, StepBreakdown
 from traceq.analyses.timeline import TimelineBar, TimelineExcerpt, TimelineGap
+from traceq.analyses.timeline_cpu import TimelineSpan
 from traceq.report.html.chart_style import PALETTE, axis, figure_dict, layout, ms, plot_text
 from traceq.report.html.charts_steps import steps_of
 from traceq.report.model import Report
@@ -43,21 +47,47 @@ def _gap_row(rank: int | None, device: int) -> str:
     return f"{device_label(rank, device, style='cell')} · idle gaps"
 
 
+def _thread_row(rank: int | None, device: int, tid: int) -> str:
+    return f"{device_label(rank, device, style='cell')} · CPU thread {tid}"
+
+
+_SPAN_LABELS: Final = {
+    "sync": "CPU: sync call",
+    "launch": "CPU: launch / API call",
+    "input": "CPU: data loader",
+    "compile": "CPU: compile",
+    "cpu": "CPU: operator",
+}
+"""The CPU span kinds (:mod:`traceq.analyses.timeline_cpu`), each drawn in its idle cause's colour."""
+
+
 def timeline_rows(excerpt: TimelineExcerpt) -> list[str]:
-    """The timeline's rows, top to bottom: per device its gap row, then one row per stream."""
-    order: dict[tuple[int | None, int], list[str]] = {}
+    """The timeline's rows, top to bottom: per device its launching CPU threads, its gap row, then
+    one row per stream."""
+    order: dict[tuple[int | None, int], tuple[list[str], list[str]]] = {}
+    for span in excerpt.cpu:
+        threads = order.setdefault((span.rank, span.device), ([], []))[0]
+        row = _thread_row(span.rank, span.device, span.tid)
+        if row not in threads:
+            threads.append(row)
     for bar in excerpt.bars:
-        streams = order.setdefault((bar.rank, bar.device), [])
+        streams = order.setdefault((bar.rank, bar.device), ([], []))[1]
         row = _stream_row(bar)
         if row not in streams:
             streams.append(row)
     for gap in excerpt.gaps:
-        order.setdefault((gap.rank, gap.device), [])
+        order.setdefault((gap.rank, gap.device), ([], []))
     rows: list[str] = []
-    for (rank, device), streams in order.items():
+    for (rank, device), (threads, streams) in order.items():
+        rows.extend(threads)
         rows.append(_gap_row(rank, device))
         rows.extend(streams)
     return rows
+
+
+def trace_time(ns: int) -> str:
+    """A time on the trace's own clock, for hover texts."""
+    return f"t = {ns} ns"
 
 
 def _step_marks(report: Report, excerpt: TimelineExcerpt) -> list[StepBreakdown]:
@@ -86,10 +116,17 @@ def timeline_figure(report: Report) -> dict[str, Any] | None:
         bars = [b for b in tl.bars if b.kind in kinds]
         if bars:
             fig.add_trace(_bar_trace(bars, label, colour, origin, span))
+    for kind, label in _SPAN_LABELS.items():
+        spans = [c for c in tl.cpu if c.kind == kind]
+        if spans:
+            fig.add_trace(_span_trace(spans, label, kind, origin))
     for cause in CAUSES:
         gaps = [g for g in tl.gaps if g.cause == cause]
         if gaps:
             fig.add_trace(_gap_trace(gaps, cause, origin))
+    flow = _flow_trace(tl, set(rows), origin)
+    if flow is not None:
+        fig.add_trace(flow)
     shapes = _gap_shading(tl.gaps, rows, origin)
     annotations = []
     for s in _step_marks(report, tl):
@@ -151,7 +188,7 @@ def _bar_trace(bars: Sequence[TimelineBar], label: str, colour: str, origin: int
         textfont={"color": "#ffffff"},
         hovertext=[
             f"{plot_text(shorten(b.name, 160))}<br>{label} · {format_ns(b.end_ns - b.start_ns)} · "
-            f"+{format_ns(b.start_ns - origin)}"
+            f"+{format_ns(b.start_ns - origin)} ({trace_time(b.start_ns)})"
             for b in bars
         ],
         hoverinfo="text",
@@ -172,10 +209,56 @@ def _gap_trace(gaps: Sequence[TimelineGap], cause: str, origin: int) -> go.Bar:
         insidetextanchor="start",
         textfont={"color": "#000000" if cause in ("other", "launch", "unknown") else "#ffffff"},
         hovertext=[
-            f"idle gap · {format_ns(g.end_ns - g.start_ns)} · +{format_ns(g.start_ns - origin)}<br>{plot_text(g.label)}"
+            f"idle gap · {format_ns(g.end_ns - g.start_ns)} · +{format_ns(g.start_ns - origin)} "
+            f"({trace_time(g.start_ns)})<br>{plot_text(g.label)}"
             for g in gaps
         ],
         hoverinfo="text",
+    )
+
+
+def _span_trace(spans: Sequence[TimelineSpan], label: str, kind: str, origin: int) -> go.Bar:
+    # Operators are wide bars, the calls inside them narrower on top: nesting stays visible.
+    return go.Bar(
+        y=[_thread_row(c.rank, c.device, c.tid) for c in spans],
+        base=[ms(c.start_ns - origin) for c in spans],
+        x=[ms(c.end_ns - c.start_ns) for c in spans],
+        orientation="h",
+        name=label,
+        width=0.8 if kind == "cpu" else 0.5,
+        marker={"color": PALETTE[kind], "line": {"width": 0}},
+        hovertext=[
+            f"{plot_text(shorten(c.name, 160))}<br>{label} · {format_ns(c.end_ns - c.start_ns)} · "
+            f"+{format_ns(c.start_ns - origin)} ({trace_time(c.start_ns)})"
+            for c in spans
+        ],
+        hoverinfo="text",
+    )
+
+
+def _flow_trace(tl: TimelineExcerpt, rows: set[str], origin: int) -> go.Scatter | None:
+    """One line per gap from the CPU call behind it (its end, on its thread's row) to the gap's start
+    (on the device's gap row), where that thread is drawn."""
+    xs: list[float | None] = []
+    ys: list[str | None] = []
+    for g in tl.gaps:
+        if g.call_tid is None or g.call_end_ns is None:
+            continue
+        thread = _thread_row(g.rank, g.device, g.call_tid)
+        if thread not in rows:
+            continue
+        at = min(max(g.call_end_ns, tl.start_ns), tl.end_ns)
+        xs += [ms(at - origin), ms(g.start_ns - origin), None]
+        ys += [thread, _gap_row(g.rank, g.device), None]
+    if not xs:
+        return None
+    return go.Scatter(
+        x=xs,
+        y=ys,
+        mode="lines",
+        name="gap ← its CPU call",
+        line={"color": "#555555", "width": 1, "dash": "dot"},
+        hoverinfo="skip",
     )
 
 

@@ -50,6 +50,8 @@ class EvidenceItem:
     text: str
     timeline_offset: str | None
     trace_time: str | None = None
+    zoom_ms: str | None = None
+    """Where the link zooms the timeline: ``"START END"``, ms into its window (the chart's x axis)."""
 
 
 @dataclass(frozen=True)
@@ -165,11 +167,14 @@ def findings(report: Report) -> Findings:
     for f in sorted_findings(report.findings):
         evidence = []
         for ev in f.evidence:
-            offset = None
+            offset = zoom = None
             on_timeline = ev.device is None or (ev.rank, ev.device) in drawn
             if tl is not None and ev.start_ns is not None and tl.start_ns <= ev.start_ns < tl.end_ns and on_timeline:
                 offset = format_ns(ev.start_ns - tl.start_ns)
-            evidence.append(EvidenceItem(ev.text, offset, None if ev.start_ns is None else trace_time(ev.start_ns)))
+                end_ns = min(ev.end_ns if ev.end_ns is not None else ev.start_ns, tl.end_ns)
+                zoom = f"{(ev.start_ns - tl.start_ns) / 1e6:.6f} {(end_ns - tl.start_ns) / 1e6:.6f}"
+            at = None if ev.start_ns is None else trace_time(ev.start_ns)
+            evidence.append(EvidenceItem(ev.text, offset, at, zoom))
         cards.append(
             FindingCard(
                 id=f.id,
