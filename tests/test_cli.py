@@ -32,9 +32,9 @@ def parquet(tmp_path: Path) -> Path:
     return t.to_parquet(tmp_path / "t.parquet")
 
 
-def test_a_missing_file_is_one_line_on_stderr_and_exit_2(tmp_path: Path) -> None:
+def test_a_missing_file_is_one_line_on_stderr_and_the_bad_input_exit(tmp_path: Path) -> None:
     code, out, err = run("info", tmp_path / "missing.json")
-    assert code == 2
+    assert code == 65
     assert out == ""
     assert err.count("\n") == 1
     assert err.startswith("traceq: error: ") and "missing.json: no such file or directory" in err
@@ -90,7 +90,7 @@ def test_convert_writes_sqlite_and_refuses_to_overwrite(parquet: Path, tmp_path:
     with sqlite3.connect(out) as db:
         assert db.execute("select count(*) from events").fetchone() == (5,)
     code, _, err = run("convert", parquet, "-o", out)
-    assert code == 2 and "exists" in err and "--force" in err
+    assert code == 73 and "exists" in err and "--force" in err
     code, _, _ = run("convert", parquet, "-o", out, "--force")
     assert code == 0
 

@@ -81,7 +81,7 @@ def test_quiet_prints_nothing_but_writes_the_files(stall: Path, tmp_path: Path) 
 )
 def test_contradictory_or_unknown_options_are_usage_errors(stall: Path, tmp_path: Path, args: tuple[str, ...]) -> None:
     code, out, err = invoke("report", stall, *[str(tmp_path / a) if a.endswith(".html") else a for a in args])
-    assert code == ExitCode.USAGE_OR_INPUT
+    assert code == ExitCode.USAGE
     assert out == "" and "error" in err.lower()
     assert not (tmp_path / "t.html").exists()
 
@@ -94,12 +94,12 @@ def test_every_command_exits_with_the_documented_codes(stall: Path, tmp_path: Pa
         assert invoke(command, stall, *(["--no-html"] if command == "report" else []))[0] == ExitCode.OK
         for bad in (missing, corrupt):
             code, _, err = invoke(command, bad)
-            assert code == ExitCode.USAGE_OR_INPUT, (command, bad, err)
+            assert code == ExitCode.BAD_INPUT, (command, bad, err)
             assert err.startswith("traceq: error:") and len(err.strip().splitlines()) == 1
-    assert invoke("convert", stall, "-o", tmp_path / "t.txt")[0] == ExitCode.USAGE_OR_INPUT
+    assert invoke("convert", stall, "-o", tmp_path / "t.txt")[0] == ExitCode.USAGE
     assert invoke("diff", stall, stall)[0] == ExitCode.OK
-    assert invoke("diff", stall, missing)[0] == ExitCode.USAGE_OR_INPUT
+    assert invoke("diff", stall, missing)[0] == ExitCode.BAD_INPUT
     assert invoke("check", stall, "--forbid", "launch_bound")[0] == ExitCode.OK
     code, _, err = invoke("check", stall, "--max-idle", "1%")
     assert code == ExitCode.CHECK_FAILED, err  # a failed budget, and only that, exits 1
-    assert invoke("check", missing, "--max-idle", "1%")[0] == ExitCode.USAGE_OR_INPUT
+    assert invoke("check", missing, "--max-idle", "1%")[0] == ExitCode.BAD_INPUT

@@ -73,15 +73,15 @@ def test_diff_takes_a_saved_json_report_as_a_side(pair: tuple[Path, Path], tmp_p
 
 
 @pytest.mark.parametrize(
-    ("extra", "says"),
+    ("extra", "says", "status"),
     [
-        (("-o", "diff.pdf"), "cannot tell what to write to diff.pdf"),
-        (("--json", "INPUT"), "is one of the inputs"),
-        (("--json", "EXISTS"), "exists"),
+        (("-o", "diff.pdf"), "cannot tell what to write to diff.pdf", 2),
+        (("--json", "INPUT"), "is one of the inputs", 73),
+        (("--json", "EXISTS"), "exists", 73),
     ],
 )
 def test_diff_refuses_a_bad_output_before_any_import(
-    pair: tuple[Path, Path], tmp_path: Path, extra: tuple[str, str], says: str
+    pair: tuple[Path, Path], tmp_path: Path, extra: tuple[str, str], says: str, status: int
 ) -> None:
     exists = tmp_path / "old.json"
     exists.write_text("{}")
@@ -90,14 +90,14 @@ def test_diff_refuses_a_bad_output_before_any_import(
     target = {"INPUT": str(saved), "EXISTS": str(exists)}.get(extra[1], str(tmp_path / extra[1]))
     before = snapshot((*pair, saved))
     code, out, err = run("diff", saved, pair[1], extra[0], target)
-    assert code == 2 and out == ""
+    assert code == status and out == ""
     assert err.startswith("traceq: error: ") and says in err and err.count("\n") == 1
     assert snapshot((*pair, saved)) == before and exists.read_text() == "{}"
 
 
-def test_diff_of_a_missing_side_is_one_line_and_exit_2(pair: tuple[Path, Path], tmp_path: Path) -> None:
+def test_diff_of_a_missing_side_is_one_line_and_the_bad_input_exit(pair: tuple[Path, Path], tmp_path: Path) -> None:
     code, out, err = run("diff", pair[0], tmp_path / "absent.json")
-    assert code == 2 and out == ""
+    assert code == 65 and out == ""
     assert err.startswith("traceq: error: ") and "absent.json" in err and "Traceback" not in err
 
 
@@ -143,26 +143,26 @@ def test_check_reads_budgets_from_toml_and_options_win(pair: tuple[Path, Path], 
 
 
 @pytest.mark.parametrize(
-    ("args", "says"),
+    ("args", "says", "status"),
     [
-        ((), "no budget to check"),
-        (("--max-idle", "lots"), "--max-idle 'lots' is not a share"),
-        (("--budget", "BAD_TOML"), "max_idle 'lots' is not a share"),
-        (("--max-regression", "3%"), "none was given"),
-        (("--min-mfu", "0.4"), "min_mfu needs the MFU"),
-        (("--forbid", "slow"), "'slow' is not a finding id"),
-        (("--budget", "absent.toml"), "no such budget file"),
-        (("--max-idle", "5%", "--junit", "INPUT"), "is one of the inputs"),
+        ((), "no budget to check", 2),
+        (("--max-idle", "lots"), "--max-idle 'lots' is not a share", 2),
+        (("--budget", "BAD_TOML"), "max_idle 'lots' is not a share", 2),
+        (("--max-regression", "3%"), "none was given", 2),
+        (("--min-mfu", "0.4"), "min_mfu needs the MFU", 2),
+        (("--forbid", "slow"), "'slow' is not a finding id", 2),
+        (("--budget", "absent.toml"), "no such budget file", 65),
+        (("--max-idle", "5%", "--junit", "INPUT"), "is one of the inputs", 73),
     ],
 )
-def test_check_exits_2_for_bad_usage_or_input(
-    pair: tuple[Path, Path], args: tuple[str, ...], says: str, tmp_path: Path
+def test_check_exits_2_for_bad_usage_65_for_a_missing_input_73_for_a_refused_output(
+    pair: tuple[Path, Path], args: tuple[str, ...], says: str, status: int, tmp_path: Path
 ) -> None:
     bad_toml = tmp_path / "bad.toml"
     bad_toml.write_text('max_idle = "lots"\n')  # a budget file's errors name its keys as written there
     args = tuple({"INPUT": str(pair[1]), "BAD_TOML": str(bad_toml)}.get(a, a) for a in args)
     code, out, err = run("check", pair[1], *args)
-    assert code == 2 and out == ""
+    assert code == status and out == ""
     assert err.startswith("traceq: error: ") and says in err and err.count("\n") == 1
 
 
@@ -179,4 +179,4 @@ def test_check_writes_junit_xml_that_parses_back(pair: tuple[Path, Path], tmp_pa
     assert failure is not None and "GPU idle 54.6%" in (failure.get("message") or "")
     assert cases["forbid host_sync does not fire"].find("failure") is None
     code, _, err = run("check", pair[0], "--max-idle", "10%", "--junit", junit)
-    assert code == 2 and "exists" in err, "an existing JUnit file is replaced only with --force"
+    assert code == 73 and "exists" in err, "an existing JUnit file is replaced only with --force"

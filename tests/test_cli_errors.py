@@ -45,19 +45,24 @@ def test_a_command_that_works_exits_0() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "start"),
+    ("args", "start", "status"),
     [
-        (["info", "--no-such-option", str(SAMPLE)], "Usage: "),
-        (["info"], "Usage: "),
-        (["info", "/nonexistent/t.json"], "traceq: error: /nonexistent/t.json: no such file"),
-        (["events", str(SAMPLE), "--name", "("], "traceq: error: --name '(' is not a valid regex"),
-        (["convert", str(SAMPLE), "-o", "/nonexistent/x.parquet"], "traceq: error: /nonexistent/x.parquet: cannot"),
+        (["info", "--no-such-option", str(SAMPLE)], "Usage: ", 2),
+        (["info"], "Usage: ", 2),
+        (["events", str(SAMPLE), "--name", "("], "traceq: error: --name '(' is not a valid regex", 2),
+        (["info", "/nonexistent/t.json"], "traceq: error: /nonexistent/t.json: no such file", 65),
+        (
+            ["convert", str(SAMPLE), "-o", "/nonexistent/x.parquet"],
+            "traceq: error: /nonexistent/x.parquet: cannot",
+            73,
+        ),
     ],
-    ids=["unknown option", "missing argument", "missing input", "bad argument value", "unwritable output"],
+    ids=["unknown option", "missing argument", "bad argument value", "missing input", "unwritable output"],
 )
-def test_usage_and_input_errors_exit_2(args: list[str], start: str) -> None:
+def test_usage_input_and_output_errors_each_have_their_exit_status(args: list[str], start: str, status: int) -> None:
+    # 2: the command line; 65: an input; 73: an output (sysexits' EX_USAGE-like, EX_DATAERR, EX_CANTCREAT)
     code, out, err = run(*args)
-    assert code == ExitCode.USAGE_OR_INPUT == 2
+    assert code == status
     assert out == "" and err.startswith(start) and "Traceback" not in err
 
 
@@ -157,7 +162,7 @@ def dash_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 def test_a_file_name_starting_with_a_dash_is_named_in_traceqs_wording(dash_file: str) -> None:
     code, out, err = run("info", dash_file)
-    assert (code, out) == (ExitCode.USAGE_OR_INPUT, "")
+    assert (code, out) == (ExitCode.USAGE, "")
     assert err == (
         "traceq: error: -x.pt.trace.json.gz: starts with '-', so it reads as an option. "
         "Pass it as ./-x.pt.trace.json.gz, or after --.\n"
@@ -173,7 +178,7 @@ def test_a_file_name_starting_with_a_dash_reads_after_double_dash_or_as_dot_slas
 
 def test_an_unknown_option_that_is_no_file_keeps_clicks_usage_error(dash_file: str) -> None:
     code, _, err = run("info", "-y.json")
-    assert code == ExitCode.USAGE_OR_INPUT and "No such option '-y'" in err
+    assert code == ExitCode.USAGE and "No such option '-y'" in err
 
 
 @pytest.mark.parametrize(
@@ -191,7 +196,7 @@ def test_an_unreadable_input_is_one_line_naming_it(tmp_path: Path, name: str, ar
     shutil.copy(source, tmp_path / name)
     (tmp_path / name).chmod(0)
     done = run_unprivileged([*TRACEQ, *args, name], cwd=tmp_path)
-    assert done.returncode == ExitCode.USAGE_OR_INPUT and done.stdout == ""
+    assert done.returncode == ExitCode.BAD_INPUT and done.stdout == ""
     assert done.stderr == f"traceq: error: {name}: cannot be read (Permission denied). Check permissions.\n"
 
 
@@ -203,7 +208,7 @@ def test_convert_into_a_read_only_directory_is_one_line_naming_it(tmp_path: Path
         done = run_unprivileged([*TRACEQ, "convert", "t.pt.trace.json.gz", "-o", "ro/events.parquet"], cwd=tmp_path)
     finally:
         (tmp_path / "ro").chmod(0o755)
-    assert done.returncode == ExitCode.USAGE_OR_INPUT and done.stdout == ""
+    assert done.returncode == ExitCode.OUTPUT_REFUSED and done.stdout == ""
     assert done.stderr == (
         f"traceq: error: ro/events.parquet: cannot be written: directory {tmp_path}/ro is not writable. "
         "Pass -o with a path in a writable directory.\n"

@@ -30,7 +30,7 @@ from .conftest import SAMPLES
 
 KINETO = SAMPLES / "training_step.pt.trace.json.gz"
 NSYS = SAMPLES / "training_step.nsys.sqlite"
-BAD_INPUT_EXIT = 2
+BAD_INPUT_EXIT = 65
 
 
 def _kineto_doc() -> dict[str, Any]:

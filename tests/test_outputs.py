@@ -85,7 +85,7 @@ def test_an_output_that_is_an_input_is_refused_even_with_force(case: str, work: 
     args = INPUT_AS_OUTPUT[case](work)
     before = snapshot(work)
     code, out, err = run(*args)
-    assert code == 2, err
+    assert code == 73, err
     assert out == "" and err.count("\n") == 1, err
     output = Path(args[args.index("-o" if "-o" in args else "--json") + 1])
     refusal = "is one of the inputs, and traceq never writes over an input. Name another output."
@@ -97,7 +97,7 @@ def test_an_output_that_is_an_input_is_refused_even_with_force(case: str, work: 
 def test_an_output_named_like_a_trace_in_an_input_directory_is_refused(work: Path) -> None:
     before = snapshot(work)
     code, _, err = run("report", "ranks", "--json", "ranks/job.json", "--force")
-    assert code == 2 and err.count("\n") == 1
+    assert code == 73 and err.count("\n") == 1
     assert err.startswith("traceq: error: ranks/job.json: is in the input directory ")
     assert "the next run over that directory would read it as an input" in err and "--force" not in err
     assert snapshot(work) == before
@@ -112,7 +112,7 @@ def test_an_output_beside_a_directory_input_or_inside_it_under_another_name_is_w
 def test_two_outputs_of_one_name_are_refused(work: Path) -> None:
     (work / "sub").mkdir()
     code, _, err = run("report", "t.json", "-o", "r.json", "--json", "sub/../r.json")
-    assert code == 2
+    assert code == 73
     assert err == "traceq: error: sub/../r.json: is named twice as an output (also as r.json). Name each output once.\n"
     assert not (work / "r.json").exists()
 
@@ -120,7 +120,7 @@ def test_two_outputs_of_one_name_are_refused(work: Path) -> None:
 def test_an_output_that_exists_needs_force_and_is_then_replaced(work: Path) -> None:
     (work / "old.db").write_text("precious")
     code, _, err = run("convert", "t.json", "-o", "old.db")
-    assert code == 2 and err == "traceq: error: old.db: exists. Pass --force to overwrite it.\n"
+    assert code == 73 and err == "traceq: error: old.db: exists. Pass --force to overwrite it.\n"
     assert (work / "old.db").read_text() == "precious"
     assert run("convert", "t.json", "-o", "old.db", "--force")[0] == 0
     assert (work / "old.db").read_bytes().startswith(b"SQLite format 3\0")
@@ -159,7 +159,7 @@ def test_an_output_that_cannot_be_written_is_one_line_before_any_import(
     monkeypatch.setattr("traceq.api.report", _never)
     before = snapshot(work)
     code, out, err = run(*args)
-    assert (code, out) == (2, "")
+    assert (code, out) == (73, "")
     assert err == "traceq: error: " + line.format(work=work) + "\n"
     assert snapshot(work) == before
 
@@ -180,7 +180,7 @@ def test_a_write_that_fails_half_way_keeps_the_previous_output_and_leaves_nothin
     monkeypatch.setattr(trace_module.Trace, "to_parquet", half_then_full_disk)
     before = snapshot(work)
     code, _, err = run("convert", "t.json", "-o", "events.parquet", "--force")
-    assert code == 2
+    assert code == 73
     assert err == (
         "traceq: error: events.parquet: cannot be written (No space left on device). "
         "Pass -o with a path in a writable directory.\n"

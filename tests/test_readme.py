@@ -110,5 +110,5 @@ def test_the_readme_error_example_is_what_traceq_says(samples_here: Path) -> Non
     whole = (samples_here / "sample_traces" / "training_step.pt.trace.json.gz").read_bytes()
     (samples_here / name).write_bytes(whole[: len(whole) // 2])  # a trace cut short in copying
     result = CliRunner().invoke(cli, ["info", name])
-    assert result.exit_code == 2
+    assert result.exit_code == 65
     assert result.stderr == line + "\n"

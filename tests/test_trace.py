@@ -70,7 +70,7 @@ def test_a_damaged_traceq_parquet_file_is_a_corrupt_input_naming_it_never_served
         try:
             back = traceq.load(path)
         except CorruptTraceError as exc:
-            assert exc.exit_code == 2 and exc.one_line().startswith(f"{path}: ") and "\n" not in exc.one_line()
+            assert exc.exit_code == 65 and exc.one_line().startswith(f"{path}: ") and "\n" not in exc.one_line()
             refused += 1
             continue
         except UnsupportedFormatError:  # the flip hit the magic number or the schema version

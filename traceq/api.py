@@ -38,7 +38,7 @@ from traceq.comm_kernels import check_patterns
 from traceq.diff.check import Budgets, CheckResult, check_budgets
 from traceq.diff.compare import diff_sides
 from traceq.diff.model import Diff
-from traceq.diff.sides import ALL_KERNELS, SideSpec, read_side
+from traceq.diff.sides import ALL_KERNELS, Side, SideSpec, read_side
 from traceq.errors import InvalidArgumentError
 from traceq.executors import ExecutorSpec
 from traceq.exports.chrome import annotated_events, write_annotated
@@ -327,20 +327,16 @@ def diff(
         comm_patterns=comm_patterns,
         default_comm_patterns=default_comm_patterns,
     )
-    sides = [
-        read_side(
-            spec,
-            role,
-            options,
-            model=model,
-            gpus=gpus,
-            peak_tflops=peak_tflops,
-            fmt=fmt,
-            cache=cache,
-            executor=executor,
-        )
-        for spec, role in ((before, "before"), (after, "after"))
-    ]
+    sides = _sides(
+        [(before, "before"), (after, "after")],
+        options,
+        model=model,
+        gpus=gpus,
+        peak_tflops=peak_tflops,
+        fmt=fmt,
+        cache=cache,
+        executor=executor,
+    )
     return diff_sides(sides[0], sides[1], model_given=model is not None)
 
 
@@ -384,7 +380,32 @@ def check(
         comm_patterns=comm_patterns,
         default_comm_patterns=default_comm_patterns,
     )
-    sides = [
+    roles = [(trace, "trace"), *([(baseline, "baseline")] if baseline is not None else [])]
+    sides = _sides(
+        roles, options, model=model, gpus=gpus, peak_tflops=peak_tflops, fmt=fmt, cache=cache, executor=executor
+    )
+    base = sides[1] if len(sides) > 1 else None
+    return check_budgets(
+        sides[0].report,
+        budgets,
+        baseline=base.report if base is not None else None,
+        names=(sides[0].name, base.name if base is not None else None),
+    )
+
+
+def _sides(
+    roles: Sequence[tuple[SideSpec, str]],
+    options: Options,
+    *,
+    model: ModelSpec | None,
+    gpus: int | None,
+    peak_tflops: float | None,
+    fmt: Format | None,
+    cache: Cache | bool,
+    executor: ExecutorSpec,
+) -> list[Side]:
+    """Each ``(spec, role)`` read as a side of a diff or a check, with the same options."""
+    return [
         read_side(
             spec,
             role,
@@ -396,15 +417,8 @@ def check(
             cache=cache,
             executor=executor,
         )
-        for spec, role in ((trace, "trace"), *(((baseline, "baseline"),) if baseline is not None else ()))
+        for spec, role in roles
     ]
-    base = sides[1] if len(sides) > 1 else None
-    return check_budgets(
-        sides[0].report,
-        budgets,
-        baseline=base.report if base is not None else None,
-        names=(sides[0].name, base.name if base is not None else None),
-    )
 
 
 def tables(

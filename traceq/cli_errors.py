@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from traceq.errors import ExitCode, TraceqError
+from traceq.errors import ExitCode, InvalidArgumentError, TraceqError
 
 
 def exit_codes_epilog() -> str:
@@ -86,7 +86,7 @@ def _file_taken_for_an_option(argv: list[str], option: str) -> TraceqError | Non
         if arg == "--":
             break
         if arg.startswith(option) and os.path.lexists(arg):
-            return TraceqError(
+            return InvalidArgumentError(
                 "starts with '-', so it reads as an option", path=arg, hint=f"pass it as ./{arg}, or after --"
             )
     return None

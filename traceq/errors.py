@@ -18,16 +18,22 @@ from pathlib import Path
 class ExitCode(IntEnum):
     """The exit status of ``traceq``; :attr:`meaning` says what each value means (``traceq --help``).
 
-    2 is every error the user can fix -- click's usage errors and every :class:`TraceqError` -- with
-    one ``traceq: error:`` line naming the file; 70 (sysexits' EX_SOFTWARE) is only ever a traceq
-    bug.  130 and 141 are what a shell reports for a process that SIGINT or SIGPIPE ended: traceq
-    exits with them itself, having cleaned up.  1 is kept for ``traceq check`` (a budget exceeded).
+    Every error prints one ``traceq: error:`` line naming the file; the status says whose move it
+    is, in the numbers of BSD's sysexits.h where one fits: 2 the command line (click's usage errors
+    and malformed option values), 65 an input traceq cannot read (missing, not a trace, damaged, an
+    unsupported version, empty, past a limit), 69 a tool traceq needs (``nsys``) missing or failing,
+    73 an output refused or not writable; 70 (EX_SOFTWARE) is only ever a traceq bug.  130 and 141
+    are what a shell reports for a process that SIGINT or SIGPIPE ended: traceq exits with them
+    itself, having cleaned up.  1 is ``traceq check``'s alone: a budget exceeded.
     """
 
     OK = 0
     CHECK_FAILED = 1
-    USAGE_OR_INPUT = 2
+    USAGE = 2
+    BAD_INPUT = 65
+    TOOL_UNAVAILABLE = 69
     INTERNAL = 70
+    OUTPUT_REFUSED = 73
     INTERRUPTED = 130
     STDOUT_CLOSED = 141
 
@@ -38,9 +44,12 @@ class ExitCode(IntEnum):
 
 _EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "done",
-    ExitCode.CHECK_FAILED: "reserved for `traceq check`: a budget was exceeded",
-    ExitCode.USAGE_OR_INPUT: "bad usage, an unreadable or undecodable input, a refused or unwritable output",
+    ExitCode.CHECK_FAILED: "`traceq check` only: a budget was exceeded",
+    ExitCode.USAGE: "bad usage: an unknown option, a malformed option value",
+    ExitCode.BAD_INPUT: "an input cannot be read: missing, not a trace, damaged, unsupported, empty, past a limit",
+    ExitCode.TOOL_UNAVAILABLE: "a tool traceq needs is missing or failed (nsys, to export a .nsys-rep)",
     ExitCode.INTERNAL: "internal error: a traceq bug (rerun with --debug and report it)",
+    ExitCode.OUTPUT_REFUSED: "an output is refused (it exists, it is an input) or cannot be written",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.STDOUT_CLOSED: "stdout closed early (a pipe into head): stopped quietly, as SIGPIPE would",
 }
@@ -52,7 +61,7 @@ _LOWERCASE_NAMES = ("traceq", "nsys", "pip", "python", "-")
 class TraceqError(Exception):
     """Base class: a problem with the user's input or request, explained in one line."""
 
-    exit_code: ExitCode = ExitCode.USAGE_OR_INPUT
+    exit_code: ExitCode = ExitCode.BAD_INPUT
 
     def __init__(self, message: str, *, path: str | Path | None = None, hint: str | None = None):
         self.message = message
@@ -96,13 +105,19 @@ class EmptyTraceError(TraceqError):
 class NsysNotFoundError(TraceqError):
     """A ``.nsys-rep`` needs the ``nsys`` binary to be exported to SQLite, and it is not available."""
 
+    exit_code = ExitCode.TOOL_UNAVAILABLE
+
 
 class ExternalToolError(TraceqError):
     """An external tool (``nsys export``) ran and failed."""
 
+    exit_code = ExitCode.TOOL_UNAVAILABLE
+
 
 class OutputError(TraceqError):
     """An output is refused (it is one of the inputs, or would be read as one) or cannot be written."""
+
+    exit_code = ExitCode.OUTPUT_REFUSED
 
 
 class OutputExistsError(OutputError):
@@ -115,6 +130,8 @@ class DuplicateRankError(TraceqError):
 
 class InvalidArgumentError(TraceqError):
     """A parameter value is malformed (a bad regex, an unknown kind, ...)."""
+
+    exit_code = ExitCode.USAGE
 
 
 class LimitExceededError(TraceqError):

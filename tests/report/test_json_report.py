@@ -93,7 +93,7 @@ def test_cli_writes_the_json_report_and_refuses_to_overwrite(samples: Path, tmp_
     assert len(doc["gaps"]) == 2
     assert doc["gaps"][0]["dur_ns"] >= doc["gaps"][1]["dur_ns"]
     again = CliRunner().invoke(cli, args)
-    assert again.exit_code == 2 and "--force" in again.stderr
+    assert again.exit_code == 73 and "--force" in again.stderr
 
 
 def test_report_json_is_deterministic(samples: Path) -> None:

@@ -54,7 +54,7 @@ def test_report_writes_html_next_to_the_input_and_never_overwrites_without_force
     assert html.read_text().startswith("<!DOCTYPE html>")
     assert f"wrote {html}" in result.stdout
     again = CliRunner().invoke(cli, ["report", str(sample)])
-    assert again.exit_code == 2
+    assert again.exit_code == 73
     assert "exists" in again.stderr and "--force" in again.stderr
     assert CliRunner().invoke(cli, ["report", str(sample), "--force"]).exit_code == 0
 
