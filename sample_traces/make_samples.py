@@ -24,9 +24,16 @@ from tracegen import build_timeline, preset, write_kineto_json, write_kineto_ran
 from tracegen.planned.scenarios.pairs import BY_PAIR
 
 HERE = Path(__file__).resolve().parent
+HEADLINE_PRESET = "host_sync"
+"""The preset behind ``training_step.*``, the README's first command: a realistic DDP step whose
+``.item()`` after every forward layer drains the GPU's queue (the host_sync finding must fire)."""
+CONTROL_PRESET = "training_step"
+"""The preset behind ``clean_step.*``, the control: the same step with nothing dominant (no finding fires)."""
 SAMPLES = (
     "training_step.nsys.sqlite",
     "training_step.pt.trace.json.gz",
+    "clean_step.nsys.sqlite",
+    "clean_step.pt.trace.json.gz",
     "ranks/rank0.pt.trace.json.gz",
     "ranks/rank1.pt.trace.json.gz",
     "ranks/rank2.pt.trace.json.gz",
@@ -40,9 +47,10 @@ SAMPLES = (
 def write_samples(directory: Path) -> list[Path]:
     """Write every sample into ``directory``; returns their paths (in :data:`SAMPLES` order)."""
     directory.mkdir(parents=True, exist_ok=True)
-    single = build_timeline(preset("training_step"))
-    write_nsys_sqlite(single, directory / "training_step.nsys.sqlite")
-    write_kineto_json(single, directory / "training_step.pt.trace.json.gz", rank=0)
+    for stem, name in (("training_step", HEADLINE_PRESET), ("clean_step", CONTROL_PRESET)):
+        single = build_timeline(preset(name))
+        write_nsys_sqlite(single, directory / f"{stem}.nsys.sqlite")
+        write_kineto_json(single, directory / f"{stem}.pt.trace.json.gz", rank=0)
     write_kineto_ranks(build_timeline(preset("straggler_job")), directory / "ranks")
     # traceq diff's example: issue 15's planned pair "input stall fixed" (the change known to the ns).
     pair = BY_PAIR["input_stall_fixed"]

@@ -38,7 +38,7 @@ from traceq.errors import InvalidArgumentError
 from traceq.frame_text import frame_text
 from traceq.outputs import check_outputs, write_output
 from traceq.report.info_text import render_info
-from traceq.report.render import renderer_for
+from traceq.report.render import renderer_for, shown
 from traceq.report.text import render_text
 
 
@@ -272,6 +272,11 @@ def default_html_path(paths: tuple[Path, ...]) -> Path:
     "--cdn", is_flag=True, help="Link plotly.js from its CDN instead of inlining it (smaller file, needs network)."
 )
 @click.option("--force", is_flag=True, help="Overwrite output files that exist (never an input).")
+@click.option(
+    "--full-paths",
+    is_flag=True,
+    help="Show the trace files' paths as given on the page and in the summary (default: file names only).",
+)
 @analysis_options(listing=True)
 @model_options
 def report(
@@ -285,6 +290,7 @@ def report(
     quiet: bool,
     cdn: bool,
     force: bool,
+    full_paths: bool,
     step_pattern: str,
     max_gaps: int,
     top_kernels: int,
@@ -348,14 +354,14 @@ def report(
             executor=executor_of(meta),
         )
     for path in outputs:  # the files first: a reader of stdout that goes away early loses no file
-        write_output(path, text_writer(renderer_for(path, cdn=cdn).render(result)))
+        write_output(path, text_writer(renderer_for(path, cdn=cdn, full_paths=full_paths).render(result)))
     if stdout:
         suffix = ".json" if stdout[0] == "--json" else ".html"
-        sys.stdout.write(renderer_for(Path("stdout" + suffix), cdn=cdn).render(result))
+        sys.stdout.write(renderer_for(Path("stdout" + suffix), cdn=cdn, full_paths=full_paths).render(result))
         sys.stdout.flush()
     if quiet:
         return
-    click.echo(render_text(result), nl=False, err=to_stderr)
+    click.echo(render_text(shown(result, full_paths=full_paths)), nl=False, err=to_stderr)
     for path in outputs:
         click.echo(f"wrote {path}", err=to_stderr)
 

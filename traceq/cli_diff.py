@@ -27,7 +27,7 @@ from traceq.cli_options import (
 )
 from traceq.diff.check import budgets_of, read_budget_file, render_check_text
 from traceq.diff.junit import junit_xml
-from traceq.diff.render import check_diff_output, render_diff
+from traceq.diff.render import check_diff_output, render_diff, shown_diff
 from traceq.diff.text import render_diff_text
 from traceq.errors import ExitCode
 from traceq.outputs import check_outputs, write_output
@@ -46,6 +46,11 @@ _side = click.Path(path_type=Path, readable=False)
     "--cdn", is_flag=True, help="Link plotly.js from its CDN instead of inlining it (smaller file, needs network)."
 )
 @click.option("--force", is_flag=True, help="Overwrite output files that exist (never an input).")
+@click.option(
+    "--full-paths",
+    is_flag=True,
+    help="Show the trace files' paths as given on the page and in the summary (default: file names only).",
+)
 @analysis_options()
 @model_options
 def diff(
@@ -58,6 +63,7 @@ def diff(
     json_out: Path | None,
     cdn: bool,
     force: bool,
+    full_paths: bool,
     step_pattern: str,
     input_pattern: str | None,
     all_steps: bool,
@@ -101,10 +107,10 @@ def diff(
             executor=executor_of(meta),
         )
     if output is not None:
-        write_output(output, text_writer(render_diff(result, output, cdn=cdn)))
+        write_output(output, text_writer(render_diff(result, output, cdn=cdn, full_paths=full_paths)))
     if json_out is not None:
         write_output(json_out, text_writer(render_diff(result, json_out.with_suffix(".json"))))
-    click.echo(render_diff_text(result), nl=False)
+    click.echo(render_diff_text(shown_diff(result, full_paths=full_paths)), nl=False)
     for path in outputs:
         click.echo(f"wrote {path}")
 

@@ -50,7 +50,7 @@ def test_a_saved_report_diffs_as_the_trace_it_was_made_of(samples: Path, tmp_pat
 
 
 def test_a_saved_report_with_its_top_kernels_only_is_compared_with_a_warning(samples: Path, tmp_path: Path) -> None:
-    sample = samples / "training_step.pt.trace.json.gz"
+    sample = samples / "clean_step.pt.trace.json.gz"
     path = saved(tmp_path, traceq.report(sample, top_kernels=5))
     diff = traceq.diff(sample, path)
     assert any("after side" in w and "lists 5 of its 18 kernel names" in w for w in diff.warnings)

@@ -234,7 +234,8 @@ def test_findings_come_first_most_severe_first_with_evidence_and_fix(samples: Pa
     assert 'class="pill sev-high">high</span>Input stall: 7.7% of step time (and 1 more)' in header
 
 
-def test_a_clean_report_says_no_findings(nsys_page: str) -> None:
+def test_a_clean_report_says_no_findings(samples: Path) -> None:
+    nsys_page = render_html(sample_report(samples / "clean_step.nsys.sqlite"))
     section = nsys_page[nsys_page.index('<section id="findings">') : nsys_page.index('<section id="breakdown">')]
     assert "<h3>No findings</h3>" in section
     assert 'class="pill clean">no findings</span>GPU busy' in nsys_page

@@ -11,6 +11,7 @@ import click
 
 from traceq.diff.model import Diff
 from traceq.errors import InvalidArgumentError
+from traceq.report.paths import with_display_paths
 from traceq.report.render import SUFFIXES
 
 
@@ -22,19 +23,28 @@ def check_diff_output(path: Path) -> None:
         )
 
 
-def render_diff(diff: Diff, path: Path, *, cdn: bool = False) -> str:
-    """The whole file ``path`` gets, by its suffix."""
+def render_diff(diff: Diff, path: Path, *, cdn: bool = False, full_paths: bool = False) -> str:
+    """The whole file ``path`` gets, by its suffix (HTML and text name the files by file name unless
+    ``full_paths``; JSON keeps the paths as read)."""
     check_diff_output(path)
     suffix = path.suffix.lower()
+    if suffix == ".json":
+        return json_text(diff)
     if suffix in (".html", ".htm"):
         from traceq.diff.html import render_diff_html
 
-        return render_diff_html(diff, cdn=cdn)
-    if suffix == ".json":
-        return json_text(diff)
+        return render_diff_html(shown_diff(diff, full_paths=full_paths), cdn=cdn)
     from traceq.diff.text import render_diff_text
 
-    return click.unstyle(render_diff_text(diff))
+    return click.unstyle(render_diff_text(shown_diff(diff, full_paths=full_paths)))
+
+
+def shown_diff(diff: Diff, *, full_paths: bool = False) -> Diff:
+    """``diff`` as a page shows it: both sides' paths cut below the folder they share unless ``full_paths``."""
+    if full_paths:
+        return diff
+    sides = (diff.before, diff.after)
+    return with_display_paths(diff, [p for side in sides for p in (side.name, *side.files)])
 
 
 def json_text(diff: Diff) -> str:

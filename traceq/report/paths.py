@@ -1,0 +1,65 @@
+"""How a page names its trace files: by file name, not by the path they were read from.
+
+A report attached to a ticket should not show ``/home/<user>/...``.  :func:`display_names` maps
+each path to the part below the deepest folder the paths share (one file: its name; a job's
+ranks, or two files in one folder: that folder's name and theirs, ``ranks/rank0.pt.trace.json.gz``;
+``a/t.json`` and ``b/t.json`` for two files in different folders), and :func:`with_display_paths` rewrites
+every string of a result (a :class:`~traceq.report.model.Report` or a diff, any frozen
+dataclass tree) that holds one of the paths.  The HTML and text renderers show the result so
+rewritten unless ``--full-paths``; the JSON report keeps the paths as read (it is data).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import fields, is_dataclass, replace
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def display_names(paths: Iterable[str]) -> dict[str, str]:
+    """Each path (as given) -> its name below the folder the paths share (their own folder's name kept
+    when they all lie in one)."""
+    given = sorted(set(paths))
+    if not given:
+        return {}
+    absolute = {p: os.path.abspath(p) for p in given}
+    try:
+        common = os.path.commonpath(list(absolute.values()))
+    except ValueError:  # paths on different drives (Windows): name each by its file name
+        return {p: os.path.basename(a) or p for p, a in absolute.items()}
+    # Files in one folder keep its name (``ranks/rank0...``); files in different folders, the part that differs.
+    one_folder = len({os.path.dirname(a) for a in absolute.values()}) == 1
+    base = os.path.dirname(common) if one_folder else common
+    return {p: os.path.relpath(a, base) if base else a for p, a in absolute.items()}
+
+
+def with_display_paths(result: T, paths: Iterable[str]) -> T:
+    """``result`` with every occurrence of one of ``paths`` in its strings replaced by its display name."""
+    names = {p: n for p, n in display_names(paths).items() if p != n}
+    if not names:
+        return result
+    # Longest first: a path that contains another (a folder and its files) is replaced whole.
+    ordered = sorted(names.items(), key=lambda item: len(item[0]), reverse=True)
+    out: T = _rewrite(result, ordered)
+    return out
+
+
+def _rewrite(value: Any, names: list[tuple[str, str]]) -> Any:
+    if isinstance(value, str):
+        for path, name in names:
+            if path in value:
+                value = value.replace(path, name)
+        return value
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_rewrite(v, names) for v in value)
+    if isinstance(value, list):
+        return [_rewrite(v, names) for v in value]
+    if isinstance(value, Mapping):
+        return {_rewrite(k, names): _rewrite(v, names) for k, v in value.items()}
+    if is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _rewrite(getattr(value, f.name), names) for f in fields(value) if f.init}
+        return replace(value, **changes)
+    return value
