@@ -144,7 +144,15 @@ def report_parts(
         job = summarise_job(
             table, per_rank_frame(merged.device_table, merged.analysis.devices), alignment, comm_calls=calls.height
         )
-    return _report(merged, ordered, details=[details[k] for k in asked], mfu=utilisation, job=job, window=window)
+    return _report(
+        merged,
+        ordered,
+        details=[details[k] for k in asked],
+        mfu=utilisation,
+        job=job,
+        window=window,
+        input_pattern=options.input_pattern,
+    )
 
 
 def _label(part: Part) -> Path:
@@ -197,6 +205,7 @@ def _report(
     mfu: Mfu | None,
     job: JobAnalysis | None,
     window: TimelineWindow | None,
+    input_pattern: str | None = None,
 ) -> Report:
     analysis = merged.analysis
     import_stats = ImportStats.of(c for p in parts for c in p.import_stats)
@@ -218,19 +227,22 @@ def _report(
         caveats=caveats,
         withheld_findings=withheld,
         mfu=mfu,
-        timeline=None if window is None else _timeline(details, analysis, window),
+        timeline=None if window is None else _timeline(details, analysis, window, input_pattern),
         job=job,
         gap_count=analysis.gap_count,
     )
 
 
-def _timeline(details: Sequence[PartDetail], analysis: Analysis, window: TimelineWindow) -> TimelineExcerpt:
-    """The timeline excerpt from the parts' rows in its window (``details`` in job order)."""
+def _timeline(
+    details: Sequence[PartDetail], analysis: Analysis, window: TimelineWindow, input_pattern: str | None
+) -> TimelineExcerpt:
+    """The timeline excerpt from the parts' rows in its window (``details`` in job order); the CPU
+    rows show the user's ``--input-pattern`` ranges as data loading, as the attribution does."""
     activity = [d.activity for d in details if d.activity is not None]
     gaps = [d.gaps for d in details if d.gaps is not None]
     events = pl.concat(activity, how="vertical") if activity else schema.empty_frame()
     gap_table = pl.concat(gaps, how="vertical") if gaps else analysis.gap_table
-    return excerpt(events, gap_table, window)
+    return excerpt(events, gap_table, window, input_pattern=input_pattern)
 
 
 __all__ = ["Part", "report_parts", "report_paths"]

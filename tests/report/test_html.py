@@ -26,7 +26,7 @@ from traceq.report.model import Report
 from traceq.stats import CategoryCount, ImportStats
 from traceq.trace import Trace, TraceMeta
 
-from ..builders import api, kernel, memcpy, step, table
+from ..builders import api, kernel, launch, memcpy, step, table, trace
 
 HOSTILE: Final = (
     "<script>alert(1)</script>",
@@ -248,9 +248,24 @@ def test_timeline_notes_downsampling(samples: Path) -> None:
     assert excerpt is not None
     page = render_html(dataclasses.replace(report, timeline=excerpt), cdn=True)
     assert f"Downsampled: the 50 longest of {excerpt.bars_total:,} activities" in page
+    assert excerpt.cpu_total > len(excerpt.cpu) == 50
+    assert f"Downsampled: the 50 longest of {excerpt.cpu_total:,} CPU spans" in page
     fig = figures(page)["figures"]["chart-timeline"]
     assert sum(len(t["x"]) for t in fig["data"] if t["name"] in ("kernel", "comm kernel", "memcpy / memset")) == 50
     assert "Downsampled" not in render_html(sample_report(samples / "training_step.nsys.sqlite"), cdn=True)
+
+
+def test_the_timelines_cpu_rows_show_the_users_own_data_loading_ranges(tmp_path: Path) -> None:
+    # A range of the user's own loader (named by --input-pattern) is drawn as data loading on the
+    # launching thread's row, as the attribution counts it.
+    loader = {**step(0, 400, 0), "name": "fetch_batch"}
+    rows = (step(0, 1000, 1), loader, launch(450, 460, corr=1), kernel(500, 900, "gemm", corr=1))
+    plain = traceq.report(trace(*rows))
+    named = traceq.report(trace(*rows), input_pattern="^fetch_batch$")
+    assert plain.timeline is not None and named.timeline is not None
+    kinds = {s.name: s.kind for s in named.timeline.cpu}
+    assert kinds["fetch_batch"] == "input", kinds
+    assert {s.name: s.kind for s in plain.timeline.cpu}.get("fetch_batch") != "input"
 
 
 def test_a_report_without_a_timeline_says_so(samples: Path) -> None:

@@ -118,6 +118,7 @@ def timeline_excerpt(
     steps: int = DEFAULT_STEPS,
     max_bars: int = DEFAULT_MAX_BARS,
     max_devices: int = DEFAULT_MAX_DEVICES,
+    input_pattern: str | None = None,
 ) -> TimelineExcerpt | None:
     """A few steps of a few devices: activity bars per stream and the gaps with their causes.
 
@@ -126,7 +127,9 @@ def timeline_excerpt(
     ns on the trace's clock, clipped to the window.
     """
     window = select_window(analysis, steps=steps, max_devices=max_devices)
-    return None if window is None else excerpt(events, analysis.gap_table, window, max_bars=max_bars)
+    if window is None:
+        return None
+    return excerpt(events, analysis.gap_table, window, max_bars=max_bars, input_pattern=input_pattern)
 
 
 def select_window(
@@ -148,16 +151,22 @@ def select_window(
 
 
 def excerpt(
-    events: pl.DataFrame, gap_table: pl.DataFrame, window: TimelineWindow, *, max_bars: int = DEFAULT_MAX_BARS
+    events: pl.DataFrame,
+    gap_table: pl.DataFrame,
+    window: TimelineWindow,
+    *,
+    max_bars: int = DEFAULT_MAX_BARS,
+    input_pattern: str | None = None,
 ) -> TimelineExcerpt:
     """The bars and gaps of ``window``, from the GPU activity of ``events`` and the rows of
-    ``gap_table`` (any rows that include those of the window's devices overlapping it)."""
+    ``gap_table`` (any rows that include those of the window's devices overlapping it), and the
+    launching threads' spans (``input_pattern``: the user's own data-loading ranges)."""
     if max_bars < 1:
         raise ValueError("max_bars must be at least 1")
     keys = _device_keys(window.devices)
     bars, bars_total = _bars(events, keys, window.start_ns, window.end_ns, max_bars)
     gaps, gaps_total = _gaps(gap_table, keys, window.start_ns, window.end_ns, max_bars)
-    cpu, cpu_total = cpu_spans(events, keys, window.start_ns, window.end_ns, max_bars)
+    cpu, cpu_total = cpu_spans(events, keys, window.start_ns, window.end_ns, max_bars, input_pattern=input_pattern)
     return TimelineExcerpt(
         start_ns=window.start_ns,
         end_ns=window.end_ns,

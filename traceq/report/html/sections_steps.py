@@ -72,6 +72,7 @@ class Timeline:
     length: str = ""
     bars_downsampled: tuple[str, str] | None = None
     gaps_downsampled: tuple[str, str] | None = None
+    cpu_downsampled: tuple[str, str] | None = None
     window_gaps: Table | None = None
     window_gaps_total: str = ""
 
@@ -251,6 +252,7 @@ def timeline(report: Report, chart: bool) -> Timeline:
         length=format_ns(tl.end_ns - tl.start_ns),
         bars_downsampled=(f"{len(tl.bars):,}", f"{tl.bars_total:,}") if tl.bars_total > len(tl.bars) else None,
         gaps_downsampled=(f"{len(tl.gaps):,}", f"{tl.gaps_total:,}") if tl.gaps_total > len(tl.gaps) else None,
+        cpu_downsampled=(f"{len(tl.cpu):,}", f"{tl.cpu_total:,}") if tl.cpu_total > len(tl.cpu) else None,
         window_gaps=window_gaps,
         window_gaps_total=f"{len(tl.gaps):,}",
     )
