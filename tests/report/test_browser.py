@@ -40,10 +40,11 @@ CHROMIUM_ARGS: Final = [
 ]
 SCREENSHOT: Final = REPO / "docs" / "images" / "report.png"
 SCREENSHOT_TOP: Final = REPO / "docs" / "images" / "report-top.png"
-FIRST_PAINT_BOUND_MS: Final = 1000
+FIRST_PAINT_BOUND_MS: Final = 2500
 """First contentful paint of the multi-rank sample's page: about 160 ms measured on this 2-core
-machine (``bench/bench_paint.py``), 1.4 s with plotly.js inline in ``<head>`` as it was; the bound
-leaves room for a loaded machine and still fails the old layout."""
+machine (``bench/bench_paint.py``), 1.4 s with plotly.js inline in ``<head>`` as it was.  The bound
+is 15x the measure, for a loaded machine (1 s failed once beside other test runs); what fails the
+old layout is the order the test checks beside it: the text paints before plotly.js runs."""
 GUARD_MS: Final = 120_000
 """How long to wait for a chart or a hover label that must appear: a guard against a page that never
 draws, far beyond any load (a loaded machine draws late, never differently)."""
@@ -159,8 +160,15 @@ def test_the_multi_rank_report_renders_offline(browser: Any, tmp_path: Path, mon
 def test_the_text_paints_at_once_and_the_cpu_side_is_drawn(browser: Any, tmp_path: Path) -> None:
     seen = visit(browser, render_html(report_of(REPO / "sample_traces" / "ranks")), tmp_path / "ranks.html")
     page = seen.page
+    # (the paint entry is recorded once the browser has painted, which a busy machine may delay past load)
+    page.wait_for_function("performance.getEntriesByName('first-contentful-paint').length > 0", timeout=GUARD_MS)
     fcp = page.evaluate("performance.getEntriesByName('first-contentful-paint')[0].startTime")
     assert fcp < FIRST_PAINT_BOUND_MS
+    # The order, which no load on the machine changes: the text painted before plotly.js ran (with
+    # plotly.js inline in <head>, as it was, nothing painted until it had run, and no mark is set).
+    page.wait_for_function("performance.getEntriesByName('traceq-plotly-run').length > 0", timeout=GUARD_MS)
+    plotly_run = page.evaluate("performance.getEntriesByName('traceq-plotly-run')[0].startTime")
+    assert fcp <= plotly_run
     page.wait_for_selector("html[data-charts=drawn]", timeout=GUARD_MS)
     rows = page.eval_on_selector_all("#chart-timeline .ytick text", "els => els.map(e => e.textContent)")
     assert [r for r in rows if "CPU thread" in r] != []
