@@ -18,7 +18,7 @@ from typing import Any
 import click
 import polars as pl
 
-from traceq import api, schema
+from traceq import api, read_progress, schema
 from traceq.cli_diff import check, diff
 from traceq.cli_errors import TraceqGroup, exit_codes_epilog
 from traceq.cli_options import (
@@ -353,8 +353,10 @@ def report(
             cache=cache_of(cache_dir, no_cache),
             executor=executor_of(meta),
         )
-    for path in outputs:  # the files first: a reader of stdout that goes away early loses no file
-        write_output(path, text_writer(renderer_for(path, cdn=cdn, full_paths=full_paths).render(result)))
+        # The progress line stays up (saying so) until the files are written, and is gone before the summary.
+        read_progress.set_stage(read_progress.RENDERING)
+        for path in outputs:  # the files first: a reader of stdout that goes away early loses no file
+            write_output(path, text_writer(renderer_for(path, cdn=cdn, full_paths=full_paths).render(result)))
     if stdout:
         suffix = ".json" if stdout[0] == "--json" else ".html"
         sys.stdout.write(renderer_for(Path("stdout" + suffix), cdn=cdn, full_paths=full_paths).render(result))

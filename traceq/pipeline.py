@@ -57,6 +57,7 @@ from traceq.executors import ExecutorSpec, on_cluster, open_executor
 from traceq.importers import Format
 from traceq.loading import JobFile, expand_paths, job_order, load
 from traceq.meta import SourceMeta
+from traceq.read_progress import ANALYSING, set_stage
 from traceq.report.model import Report, ReportSource
 from traceq.stats import ImportStats
 from traceq.trace import Trace, TraceMeta
@@ -85,7 +86,9 @@ def report_paths(
     """
     files = expand_paths(paths)
     if len(files) < 2 or len({f.resolve() for f in files}) < len(files):
-        return report_parts([load(files, fmt=fmt, cache=cache, executor=executor)], options, model, gpus, peak_tflops)
+        trace = load(files, fmt=fmt, cache=cache, executor=executor)
+        set_stage(ANALYSING)  # for the progress line (traceq.progress)
+        return report_parts([trace], options, model, gpus, peak_tflops)
     with ExitStack() as stack:
         if cache is False and not on_cluster(executor):
             cache = Cache(stack.enter_context(tempfile.TemporaryDirectory(prefix="traceq-ranks-")))
@@ -108,6 +111,7 @@ def report_parts(
     in_memory = any(isinstance(p, Trace) for p in parts)
     with open_executor(1 if in_memory else executor, labels) as tasks:
         summaries = tasks.map(_summarise, [(label, (p, options)) for label, p in zip(labels, parts, strict=True)])
+        set_stage(ANALYSING)  # every part read (once): the progress line says so
         order = job_order([s.sources for s in summaries])
         ordered = [summaries[i] for i in order]
         del summaries

@@ -49,6 +49,7 @@ from traceq.importers.kineto.scanner import (
     trim,
 )
 from traceq.importers.kineto.trace_bytes import InflatedPastHint, Inflating, Raw
+from traceq.read_progress import FileReading
 
 CHUNK_BYTES: Final = 32 << 20
 """Bytes of the event array scanned at a time (a pass stops after the first event ending past them);
@@ -62,12 +63,13 @@ events already compacted: the pass being compacted, the one being scanned and th
 _SPEC: Final = FieldSpec.of(RAW_SCHEMA, TRIPLE_FIELDS)
 
 
-def parse_fast(source: Raw | Inflating, compact: Compact) -> ParsedTrace:
+def parse_fast(source: Raw | Inflating, compact: Compact, reading: FileReading | None = None) -> ParsedTrace:
     """Parse with the columnar path; raises :class:`FastPathDeclined` for anything it cannot vouch for.
 
     ``source`` is only read: the file's bytes, or a gzip file still inflating, whose events are
     parsed as they arrive.  The scanner runs without the GIL, so each block's pass runs on a
-    helper thread while the previous block is converted and compacted here.
+    helper thread while the previous block is converted and compacted here.  ``reading`` is told
+    the share of the (inflated) bytes parsed after each block (:mod:`traceq.read_progress`).
     """
     container, start = _locate(source)
     size = source.expected_size if isinstance(source, Inflating) else len(source)
@@ -77,7 +79,7 @@ def parse_fast(source: Raw | Inflating, compact: Compact) -> ParsedTrace:
         # The passes in flight reach about two passes past the last release (see the loop).
         source.keep_ahead(KEEP_AHEAD_PASSES * chunk + _MORE_BYTES)
     try:
-        events, at, closed, open_end, cut = _passes(source, start, chunk, compact, released)
+        events, at, closed, open_end, cut = _passes(source, start, chunk, compact, released, reading, size)
     finally:
         if isinstance(source, Inflating):
             source.keep_ahead(None)
@@ -103,7 +105,13 @@ def _all_inflated(source: Inflating) -> memoryview | bytearray | mmap.mmap:
 
 
 def _passes(
-    source: Raw | Inflating, start: int, chunk: int, compact: Compact, released: _Release
+    source: Raw | Inflating,
+    start: int,
+    chunk: int,
+    compact: Compact,
+    released: _Release,
+    reading: FileReading | None,
+    size: int,
 ) -> tuple[pl.DataFrame, int, bool, bool, int]:
     """The scanner's passes over the event array from ``start`` (its ``[``), each compacted: the
     events, where the last pass stopped, whether the array closed or ended open, and how many
@@ -127,6 +135,8 @@ def _passes(
             frames.append(compact(block.frame))
             del block
             released.up_to(at)
+            if reading is not None:
+                reading.to_share(at / max(size, 1))
             if closed or open_end:
                 break
     return (pl.concat(frames) if len(frames) > 1 else frames[0]), at, closed, open_end, cut

@@ -25,6 +25,7 @@ from traceq.importers.kineto.raw_frame import ParsedTrace
 from traceq.importers.kineto.scanner import FastPathDeclined
 from traceq.importers.kineto.trace_bytes import InflatedPastHint, Inflating, Raw, open_trace, read_trace_bytes
 from traceq.importers.result import ImportResult
+from traceq.read_progress import FileReading
 from traceq.stats import CategoryCount, ImportStats
 
 Parser = Literal["auto", "fast", "lenient"]
@@ -42,7 +43,9 @@ def read_kineto(path: Path, *, parser: Parser = "auto", max_inflate_ratio: float
     or 100 times its size): more is refused with :class:`~traceq.errors.LimitExceededError`.
     """
     path = Path(path)
-    parsed = _parse(path, parser, max_inflate_ratio)
+    reading = FileReading.of(path)
+    parsed = _parse(path, parser, max_inflate_ratio, reading)
+    reading.finish()  # the lenient parser reads the file whole; a fast pass's share may fall short
     events, total = parsed.events, parsed.events.height + parsed.non_objects
     if total == 0:
         raise EmptyTraceError(
@@ -107,16 +110,16 @@ def _in_file_order(rows: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame([rows.drop_in_place(name) for name in list(rows.columns)])
 
 
-def _parse(path: Path, parser: Parser, ratio: float | None) -> ParsedTrace:
+def _parse(path: Path, parser: Parser, ratio: float | None, reading: FileReading) -> ParsedTrace:
     if parser == "lenient":
         return _lenient(path, open_trace(path, max_inflate_ratio=ratio), ratio)
     source = open_trace(path, max_inflate_ratio=ratio)
     try:
         try:
-            return parse_fast(source, compact)
+            return parse_fast(source, compact, reading)
         except InflatedPastHint:  # a gzip stream longer than its trailer said: parse it whole
             source = read_trace_bytes(path, max_inflate_ratio=ratio)
-            return parse_fast(source, compact)
+            return parse_fast(source, compact, reading)
     except FastPathDeclined as declined:
         if parser == "fast":
             raise UnsupportedFormatError(

@@ -71,6 +71,7 @@ from traceq.importers.nsys.export_db import ExportDb, open_export
 from traceq.importers.nsys.strings import StringLookup
 from traceq.importers.result import ImportResult
 from traceq.meta import GpuInfo, SourceMeta
+from traceq.read_progress import FileReading
 from traceq.stats import CategoryCount, ImportStats
 
 NOT_IMPORTED_TABLES: Final[Mapping[str, str]] = {
@@ -163,6 +164,9 @@ class _Import:
         self.ranks = pl.DataFrame()
         self.strings = StringLookup(db)
         self.gpu_rows = 0
+        self.reading = FileReading.of(Path(source))
+        self.rows_expected = 0
+        self.rows_seen = 0
 
     def run(self) -> ImportResult:
         self._check_is_nsys()
@@ -170,6 +174,7 @@ class _Import:
         self.ranks = export_meta.rank_map(self.db)
         tables = {name: self.db.table(name) for name in (*_GPU_ACTIVITY_TABLES, RUNTIME, SYNC, NVTX)}
         self._check_columns(tables, info)
+        self.rows_expected = sum(self.db.count(t) for t in tables.values() if t is not None)
 
         # Sync rows are named after the API call with their process and correlation id: read them
         # first, so that the API chunks keep just the calls that some sync row refers to.
@@ -209,6 +214,7 @@ class _Import:
             nvtx_raw = pl.concat(list(self.db.read_chunks(tables[NVTX], NVTX_COLUMNS)))
             with _TableCounts(self, NVTX) as counts:
                 self._keep(counts.add(nvtx_raw.height, convert_nvtx(nvtx_raw, self.strings)), NVTX)
+        self.reading.finish()
         self._count_not_imported()
         self.db.done_reading()  # before the sort: the raw chunks' memory goes back as it is freed
         if self.db.lossy.replaced:
@@ -367,6 +373,8 @@ class _TableCounts:
                 self.skipped[reason] = self.skipped.get(reason, 0) + n
         self.events += source_rows
         self.rows += frame.height
+        self.owner.rows_seen += source_rows  # the progress line's share of the file: rows read of all
+        self.owner.reading.to_share(self.owner.rows_seen / max(self.owner.rows_expected, 1))
         self.unresolved += converted.unresolved
         self.warnings.extend(converted.warnings)
         return frame
