@@ -104,6 +104,7 @@ class ExportDb:
     copy: CheckpointedCopy | None = None
     """The checkpointed copy read instead of a WAL-mode file with frames not yet in it (else None)."""
     _columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _counts: dict[str, int] = field(default_factory=dict)  # (a read-only file: counted once)
     _readers: _ChunkReaders | None = None
 
     def close(self) -> None:
@@ -145,9 +146,10 @@ class ExportDb:
         return self._columns[table]
 
     def count(self, table: str) -> int:
-        with _translating_errors(self.path):
-            (n,) = self.conn.execute(f"SELECT COUNT(*) FROM {_quote(table)}").fetchone()
-        return int(n)
+        if table not in self._counts:
+            with _translating_errors(self.path):
+                self._counts[table] = int(self.conn.execute(f"SELECT COUNT(*) FROM {_quote(table)}").fetchone()[0])
+        return self._counts[table]
 
     def read(self, table: str, spec: ColumnSpec) -> pl.DataFrame:
         """All rows of ``table`` with the columns of ``spec``; those the table lacks are all-null."""
