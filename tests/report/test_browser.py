@@ -248,3 +248,19 @@ def test_the_harness_sees_dialogs_errors_and_requests(browser: Any, tmp_path: Pa
     assert "https://example.invalid/x.png" in seen.requests
     with pytest.raises(AssertionError):
         seen.check_clean()
+
+
+def test_printing_keeps_the_colours_and_draws_each_chart_within_the_paper(browser: Any, tmp_path: Path) -> None:
+    seen = visit(browser, render_html(report_of(REPO / "sample_traces" / "ranks")), tmp_path / "print.html")
+    page = seen.page
+    page.wait_for_selector("html[data-charts=drawn]", timeout=GUARD_MS)
+    page.emulate_media(media="print")
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")  # what printing fires: charts at paper width
+    page.wait_for_function(
+        "[...document.querySelectorAll('.js-plotly-plot')].every(el => el._fullLayout && el._fullLayout.width <= 680)",
+        timeout=GUARD_MS,
+    )
+    adjust = page.evaluate("getComputedStyle(document.querySelector('.swatch')).printColorAdjust")
+    assert adjust == "exact"
+    assert page.evaluate("getComputedStyle(document.querySelector('nav.toc')).display") == "none"
+    seen.check_clean()
