@@ -171,7 +171,13 @@ def step_windows(events: pl.DataFrame, device_table: pl.DataFrame, pattern: str)
     ranges = (
         events.select("kind", "tid", "source", "pid", "name", "start_ns", "end_ns")
         .filter((pl.col("kind") == "range") & pl.col("tid").is_not_null())
-        .select(pl.col("source").cast(pl.String), "pid", pl.col("name").cast(pl.String), "start_ns", "end_ns")
+        .select(
+            pl.col("source").cast(pl.String),
+            pl.col("pid").cast(pl.Int64),
+            pl.col("name").cast(pl.String),
+            "start_ns",
+            "end_ns",
+        )
         .filter(pl.col("name").str.contains(regex))
         .unique(maintain_order=True)
     )
@@ -198,13 +204,15 @@ def step_windows(events: pl.DataFrame, device_table: pl.DataFrame, pattern: str)
     return pl.concat([stepped, fallback], how="vertical_relaxed").sort("dev", "start_ns", "end_ns")
 
 
-def step_index(events: pl.DataFrame, pattern: str) -> pl.Series:
-    """Per row of ``events``, in order, the ``step`` (Int64: the last number in the range name) of the
+def step_index(events: pl.DataFrame, pattern: str, rows: pl.DataFrame | None = None) -> pl.Series:
+    """Per row of ``events`` (or of ``rows``: any frame with ``source``, ``pid`` and ``start_ns``,
+    such as the gap table), in order, the ``step`` (Int64: the last number in the range name) of the
     step window its start lies in (``start_ns <= row.start_ns < end_ns``): CPU rows by their
     process's step ranges, GPU rows by their device's, which are their process's (a step belongs to
     the process that recorded it and applies to every device it launched work on).  Null outside
     every window and for a step range without a number; of overlapping windows, the latest-starting.
     """
+    placed = events if rows is None else rows
     regex = compile_step_pattern(pattern)
     ranges = (
         events.lazy()
@@ -222,16 +230,16 @@ def step_index(events: pl.DataFrame, pattern: str) -> pl.Series:
         .sort("_t")
         .collect()
     )
-    rows = events.lazy().select(
+    starts = placed.lazy().select(
         pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
         pl.col("source").cast(pl.String),
-        "pid",
+        pl.col("pid").cast(pl.Int64),  # (the gap table's pid may be another integer type)
         pl.col("start_ns").alias("_t"),
     )
     if ranges.is_empty():
-        return pl.Series("step", [None] * events.height, dtype=pl.Int64)
+        return pl.Series("step", [None] * placed.height, dtype=pl.Int64)
     found = (
-        rows.sort("_t")
+        starts.sort("_t")
         .join_asof(ranges.lazy(), on="_t", by=["source", "pid"], strategy="backward", check_sortedness=False)
         .select("_row", pl.when(pl.col("_t") < pl.col("_end")).then(pl.col("step")).alias("step"))
         .sort("_row")

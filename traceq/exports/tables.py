@@ -23,8 +23,7 @@ import pyarrow as pa
 
 from traceq import schema
 from traceq.analyses import CAUSES, Analysis, Options, analyze
-from traceq.analyses.steps import devices as device_table
-from traceq.analyses.steps import step_index, step_windows
+from traceq.analyses.steps import step_index
 from traceq.errors import InvalidArgumentError
 from traceq.pandas_frames import to_pandas
 
@@ -185,23 +184,9 @@ class Tables:
         return frame.lazy()
 
     @cached_property
-    def _step_windows(self) -> pl.DataFrame:
-        """The step windows (:func:`traceq.analyses.steps.step_windows`, as the analysis finds them,
-        without running it) with their device key: source, pid, device, step, start_ns, end_ns; the
-        activity fallback windows left out (they are no step)."""
-        keys = device_table(self._events)
-        windows = step_windows(self._events, keys, self.options.step_pattern)
-        keys = keys.select("dev", pl.col("source").cast(pl.String), "pid", "device")
-        return (
-            windows.filter(pl.col("window") == "steps")
-            .join(keys, on="dev")
-            .select("source", "pid", "device", "step", "start_ns", "end_ns")
-        )
-
-    @cached_property
     def gaps_view(self) -> pl.LazyFrame:
         gaps = self.analysis.gap_table
-        step = step_at(gaps.select("source", "pid", "device", "start_ns"), self._step_windows)
+        step = step_index(self._events, self.options.step_pattern, rows=gaps)
         return gaps.lazy().with_columns(step.alias("step"))
 
     @cached_property
@@ -256,29 +241,6 @@ _DEVICES_SCHEMA: Final = {
     "steady_dur_ns": pl.Int64,
     "steady_idle_ns": pl.Int64,
 }
-
-
-def step_at(rows: pl.DataFrame, windows: pl.DataFrame) -> pl.Series:
-    """Per row of ``rows`` (source String, pid, device, start_ns), the ``step`` of the window its
-    ``start_ns`` lies in: a window of its device where ``device`` is set, of its process (any of
-    its devices: a process's step ranges apply to each) where it is null; null where none holds
-    it.  Of overlapping windows, the one that starts last.  Int64, aligned with ``rows``."""
-    if rows.is_empty() or windows.is_empty():
-        return pl.Series("step", [None] * rows.height, dtype=pl.Int64)
-    indexed = rows.with_row_index("_row").with_columns(pl.col("device").cast(pl.Int32))
-    windows = windows.with_columns(pl.col("device").cast(pl.Int32), pl.col("pid").cast(pl.Int64))
-    found = []
-    for on_gpu, by in ((True, ["source", "pid", "device"]), (False, ["source", "pid"])):
-        part = indexed.filter(pl.col("device").is_not_null() == on_gpu).sort("start_ns")
-        spans = windows.select(*by, "step", pl.col("start_ns").alias("w_start"), pl.col("end_ns").alias("w_end"))
-        spans = spans.unique().sort("w_start")
-        # Sorted by start above; the check would only warn that groups defeat it.
-        joined = part.join_asof(
-            spans, left_on="start_ns", right_on="w_start", by=by, strategy="backward", check_sortedness=False
-        )
-        inside = pl.when(pl.col("start_ns") < pl.col("w_end")).then(pl.col("step"))
-        found.append(joined.select("_row", inside.alias("step")))
-    return pl.concat(found).sort("_row").get_column("step").cast(pl.Int64)
 
 
 def event_view_filters() -> Mapping[str, str]:
