@@ -12,6 +12,8 @@ Files written (sizes in the names; an existing file is kept unless ``--force``):
 * ``kineto-compact-<N>MB.json`` -- the same document on a single line (the pretty file with every
   newline and the indentation after it removed);
 * ``kineto-pretty-<N>MB.json.gz`` -- the pretty file, gzip level 6, no name or time in the header;
+* ``kineto-rocm-<N>MB.json`` -- the pretty file as a ROCm build spells it (:func:`rocm_blocks`: HIP
+  names, integer ``args`` as strings), for the sizes of ``--rocm-mb``;
 * ``nsys-<R>rows.sqlite`` -- an Nsight Systems export with the real schema and at least ``R``
   kernel + CUDA API + memcpy rows (:func:`tracegen.write_big_nsys_sqlite`: a few
   simulated steps, replicated inside SQLite with time and correlation-id offsets);
@@ -52,9 +54,14 @@ SHARED_TRACES: Final = (BENCH.parent / ".." / "shared" / "sample_traces").resolv
 MB: Final = 1_000_000
 
 PRESETS: Final[dict[str, dict[str, list[float]]]] = {
-    "smoke": {"kineto_mb": [2], "nsys_rows": [20_000], "real_mb": [2]},
-    "quick": {"kineto_mb": [20, 60], "nsys_rows": [200_000, 1_000_000], "real_mb": [70]},
-    "full": {"kineto_mb": [100, 500, 1000, 2000], "nsys_rows": [1_000_000, 5_000_000, 20_000_000], "real_mb": [300]},
+    "smoke": {"kineto_mb": [2], "nsys_rows": [20_000], "real_mb": [2], "rocm_mb": [2]},
+    "quick": {"kineto_mb": [20, 60], "nsys_rows": [200_000, 1_000_000], "real_mb": [70], "rocm_mb": [60]},
+    "full": {
+        "kineto_mb": [100, 500, 1000, 2000],
+        "nsys_rows": [1_000_000, 5_000_000, 20_000_000],
+        "real_mb": [300],
+        "rocm_mb": [1000],
+    },
 }
 """Sizes per preset.  ``smoke`` is what the test suite runs; ``full`` is the published table."""
 
@@ -132,6 +139,30 @@ def compact_blocks(pretty: Path) -> Iterator[bytes]:
             carry = data[cut:]
             yield newline_indent.sub(b"", data[:cut])
     yield newline_indent.sub(b"", carry) + b"\n"
+
+
+_HIP_NAME: Final = re.compile(rb'"name": "cuda')
+_STRING_ARGS: Final = re.compile(rb'"(bytes|correlation|External id)": (-?\d+)')
+
+
+def rocm_blocks(pretty: Path) -> Iterator[bytes]:
+    """The bytes of ``pretty`` as a ROCm build would spell them: HIP runtime names (``cudaX`` ->
+    ``hipX``) and the integer ``args`` ROCm's roctracer rows may write as strings -- here every
+    ``bytes``, ``correlation`` and ``External id`` (``"bytes": "616"``), a stress case for the
+    scanner's strings-in-number-fields path.  Line by line: no key and value span a newline."""
+    with pretty.open("rb") as fh:
+        while block := fh.read(_BLOCK):
+            block += fh.readline()
+            yield _STRING_ARGS.sub(rb'"\1": "\2"', _HIP_NAME.sub(b'"name": "hip', block))
+
+
+def write_kineto_rocm(path: Path, pretty: Path) -> None:
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as out:
+            for block in rocm_blocks(pretty):
+                out.write(block)
+
+    _atomic(path, write)
 
 
 def write_kineto_compact(path: Path, pretty: Path) -> None:
@@ -378,6 +409,7 @@ def generate(
     real_mb: Sequence[float],
     real_kineto: Sequence[str] = REAL_KINETO,
     real_nsys: Sequence[str] = REAL_NSYS,
+    rocm_mb: Sequence[float] = (),
     force: bool = False,
 ) -> list[DataFile]:
     """Write the requested files into ``data`` (kept when present, unless ``force``) and the manifest."""
@@ -403,6 +435,11 @@ def generate(
         if need(packed):
             write_gzip(packed, pretty)
         files.append(_record(packed, "kineto", "gz", "synthetic", pretty.stat().st_size))
+        if mb in rocm_mb:
+            rocm = data / f"kineto-rocm-{_label(mb)}MB.json"
+            if need(rocm):
+                write_kineto_rocm(rocm, pretty)
+            files.append(_record(rocm, "kineto", "rocm", "synthetic", rocm.stat().st_size))
     for rows in nsys_rows:
         export = data / f"nsys-{_rows_label(int(rows))}rows.sqlite"
         if need(export):
@@ -449,7 +486,7 @@ def read_manifest(data: Path) -> list[DataFile]:
 def size_argv(args: argparse.Namespace) -> list[str]:
     """The command-line options that give :func:`generate_for` the same sizes as ``args``."""
     argv = ["--data", str(args.data), "--preset", args.preset]
-    for option in ("kineto_mb", "nsys_rows", "real_mb"):
+    for option in ("kineto_mb", "nsys_rows", "real_mb", "rocm_mb"):
         values = getattr(args, option)
         if values is not None:
             argv += [f"--{option.replace('_', '-')}", *(f"{v:g}" for v in values)]
@@ -468,6 +505,9 @@ def add_size_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--real-mb", type=float, nargs="*", help="replicated real-sample sizes, MB (overrides the preset)"
     )
+    parser.add_argument(
+        "--rocm-mb", type=float, nargs="*", help="synthetic sizes also written as ROCm spells them (of --kineto-mb)"
+    )
 
 
 def generate_for(args: argparse.Namespace, *, force: bool = False) -> list[DataFile]:
@@ -482,6 +522,7 @@ def generate_for(args: argparse.Namespace, *, force: bool = False) -> list[DataF
         kineto_mb=chosen(args.kineto_mb, "kineto_mb"),
         nsys_rows=[int(n) for n in chosen(args.nsys_rows, "nsys_rows")],
         real_mb=chosen(args.real_mb, "real_mb"),
+        rocm_mb=chosen(args.rocm_mb, "rocm_mb"),
         real_kineto=REAL_KINETO_SMOKE if args.preset == "smoke" else REAL_KINETO,
         force=force,
     )

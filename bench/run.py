@@ -544,7 +544,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for record in records
     ]
     command = "python bench/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    custom = any(getattr(args, o) is not None for o in ("kineto_mb", "nsys_rows", "real_mb")) or args.only
+    custom = any(getattr(args, o) is not None for o in ("kineto_mb", "nsys_rows", "real_mb", "rocm_mb")) or args.only
     saved = args.data / f"results-{'custom' if custom else args.preset}.json"
     files = [r.to_dict() for r in results]
     saved.write_text(

@@ -188,8 +188,6 @@ def test_a_kernel_grid_is_read_into_three_int32_columns(value: str, expected: tu
         ('{"ph":"X","ts":NaN}', "bare word"),
         ('{"ph":"X","ts":1,}', "not a string"),
         ('{"ph":"X" "ts":1}', "missing ','"),
-        ('{"ph":"X","ts":"1"}', "ts that is not a number"),
-        ('{"ph":"X","ts":1,"args":{"correlation":"3"}}', "args.correlation that is not a number"),
         ('{"ph":{"a":1},"ts":1}', "where ph should be text"),
         ('{"p\\u0068":"X","ts":1}', "key holds a backslash escape"),
         ('{"ph":"\\ud800","ts":1}', "unpaired surrogate"),
@@ -210,6 +208,42 @@ def test_the_scanner_declines_what_is_not_strict_json(body: str, reason: str) ->
     )
     with pytest.raises(scanner.FastPathDeclined, match=reason.replace("(", r"\(")):
         scanner.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0)
+
+
+NUMBER_TEXTS = [
+    "616", "0", "-0", "-12", "007", "00", "0x268", "0o17", "0b11", " 616 ", "1_000", "+5", "1.5", "1e3",
+    "nan", "inf", "-", "", "abc", "\\u0036\\u0031\\u0036", "999999999999999999", "9223372036854775807",
+    "9223372036854775808", "-9223372036854775809", "12345678901234567890123",
+]  # fmt: skip
+"""Strings in a number field: ROCm's HIP rows write ``"bytes": "616"``; the odd spellings are the edges."""
+
+
+@pytest.mark.parametrize("text", NUMBER_TEXTS)
+def test_a_string_in_a_number_field_is_read_as_the_lenient_path_reads_it(text: str) -> None:
+    literal = '"' + text + '"'  # the escaped case is JSON escapes of "616"
+    buf = f'[{{"ph":"X","ts":{literal},"args":{{"correlation":{literal}}}}}]'.encode()
+    spec = scanner.FieldSpec.of({"idx": pl.UInt32(), "ts": pl.Float64(), "args.correlation": pl.Int64()}, ())
+    frame = scanner.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0).frame
+    value = json.loads(literal)
+    expected = (raw_frame.float_of_value(value), raw_frame.int_of_value(value))
+    assert repr(frame.row(0)[1:]) == repr(expected)  # repr: nan equals nan
+
+
+def test_plain_decimal_strings_are_read_by_the_scanner_itself() -> None:
+    """The common ROCm case costs no Python per value: no fixup record comes back for it."""
+    buf = b'[{"ph":"X","args":{"correlation":"616"}},{"ph":"X","args":{"correlation":"-42"}}]'
+    spec = scanner.FieldSpec.of({"idx": pl.UInt32(), "args.correlation": pl.Int64()}, ())
+    scanned = scanner.scan(buf, 1, len(buf), first=True, spec=spec)
+    assert len(scanned.fixups) == 0
+    frame = scanner.to_block(buf, scanned, spec=spec, first_index=0).frame
+    assert frame["args.correlation"].to_list() == [616, -42]
+
+
+def test_an_object_or_array_in_a_number_field_is_null_as_on_the_lenient_path() -> None:
+    buf = b'[{"ph":"X","ts":{"a":[1]},"args":{"correlation":[3]}}]'
+    spec = scanner.FieldSpec.of({"idx": pl.UInt32(), "ts": pl.Float64(), "args.correlation": pl.Int64()}, ())
+    frame = scanner.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0).frame
+    assert frame.row(0)[1:] == (None, None)
 
 
 @pytest.mark.parametrize("raw", [b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82"])

@@ -5,7 +5,8 @@
  * writes the columns of the fields it is asked for, one row per event, as Arrow buffers:
  *
  *   float fields  -> float64 values + validity bitmap  (JSON numbers; true/false/null -> null)
- *   int fields    -> int64 values + validity bitmap    (integers; integral floats below 2**63)
+ *   int fields    -> int64 values + validity bitmap    (integers; integral floats below 2**63;
+ *                                                        strings of plain decimal integers)
  *   text fields   -> Arrow string views + validity     (strings, unescaped; plain integers and
  *                                                        true/false keep their JSON text)
  *   triple fields -> three int32 columns (this field and the next two, of type PART) from an
@@ -16,13 +17,15 @@
  * strings that held escapes, into a side buffer of unescaped text (data buffer 1).  Numbers read
  * into a text field that are not plain integers are left to Python, which spells them the way
  * the lenient path does: they come back as "fixups" (row, field, start, end), as do strings in a
- * triple field.  Output buffers are handed over without a copy (Buffer objects).
+ * triple field and strings in a number field other than plain decimal integers (ROCm writes
+ * "bytes": "616"; Python reads the rest as the lenient path does).  An object or array in a number
+ * field is null, as on the lenient path.  Output buffers are handed over without a copy (Buffer objects).
  *
  * Of duplicate keys the first wins; `args` fields are the keys directly inside the first `args`
  * object of an event.  Anything this pass cannot vouch for makes it *decline* (the reason comes
  * back as a string and the caller falls back to the lenient parser): invalid JSON, invalid UTF-8,
  * raw control characters in strings, unpaired surrogate escapes, escapes inside keys, an element
- * of the array that is not an object, a value of a kind its field cannot take.
+ * of the array that is not an object, an object or array in a text field.
  *
  * No Python object is created per event, and the pass runs without the GIL, so that the caller can
  * scan the next block on one thread while it converts the last one on another.
@@ -652,6 +655,27 @@ static Ptr read_triple(Scan *s, int index, size_t row, Ptr p, Ptr e, int depth) 
     return q;
 }
 
+/* A string p..q (with its quotes, validated) in a number field.  ROCm's HIP rows write numbers as
+   strings ("bytes": "616"): a plain decimal integer of up to 18 digits in an int field is read here,
+   as int(text, 0) reads it; anything else (a float field, hex, whitespace, escapes, leading zeros)
+   is a fixup, converted in Python by the lenient path's own rule, and stays null until then. */
+static Ptr read_number_text(Scan *s, int index, size_t row, Ptr p, Ptr q, int escaped) {
+    Field *f = &s->fields[index];
+    Ptr a = p + 1, b = q - 1;
+    int negative = a < b && *a == '-';
+    Ptr d = a + negative;
+    size_t digits = (size_t)(b - d);
+    int plain = !escaped && f->type == T_INT && digits >= 1 && digits <= 18 && (*d != '0' || digits == 1);
+    for (Ptr r = d; plain && r < b; r++) plain = is_digit(*r);
+    if (!plain) return add_fixup(s, row, index, p, q) ? q : fail(s, "out of memory");
+    int64_t v = 0;
+    for (Ptr r = d; r < b; r++) v = v * 10 + (*r - '0');
+    if (negative) v = -v;
+    memcpy(f->values + row * 8, &v, 8);
+    mark_valid(f, row);
+    return q;
+}
+
 /* The value at p, read into field f of this row; returns the byte after it. */
 static Ptr read_value(Scan *s, int index, size_t row, Ptr p, Ptr e, int depth) {
     Field *f = &s->fields[index];
@@ -664,7 +688,7 @@ static Ptr read_value(Scan *s, int index, size_t row, Ptr p, Ptr e, int depth) {
     if (c == '"') {
         q = string_end(s, p, e, &escaped);
         if (!q) return NULL;
-        if (numeric) return fail_field(s, "a value of %s that is not a number", f);
+        if (numeric) return read_number_text(s, index, row, p, q, escaped);
         if (!escaped) {
             if ((size_t)(q - 1 - s->base) > INT32_MAX) return fail(s, "a chunk too long for the fast path");
             put_view(f, row, p + 1, kept_length(s, p + 1, (size_t)(q - 1 - (p + 1))), 0, (size_t)(p + 1 - s->base));
@@ -675,7 +699,7 @@ static Ptr read_value(Scan *s, int index, size_t row, Ptr p, Ptr e, int depth) {
     if (c == '{' || c == '[') {
         q = skip_container(s, p, e, depth + 1);
         if (!q) return NULL;
-        if (numeric) return fail_field(s, "a value of %s that is not a number", f);
+        if (numeric) return q; /* null, as the lenient path reads it */
         return fail_field(s, "an object or array where %s should be text", f);
     }
     if (c == 't' || c == 'f' || c == 'n') {

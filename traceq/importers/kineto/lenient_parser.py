@@ -43,7 +43,9 @@ from traceq.importers.kineto.raw_frame import (
     cut_long_texts,
     cut_warnings,
     decoder,
+    float_of_value,
     float_text,
+    int_of_value,
     triple_of_list,
     triple_of_text,
 )
@@ -54,8 +56,6 @@ try:
 except ImportError:  # a source tree imported without its compiled module (pip install . builds it)
     _scanner = None  # type: ignore[assignment]
 
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
 _CUT_OFF_TAIL_MAX_CHARS: Final = 1 << 20
 """A cut-off last event longer than this is called corruption, not truncation."""
 MAX_NESTING: Final = 512
@@ -326,31 +326,11 @@ def _as_text(value: Any, clean: bool) -> str | None:
 
 
 def _as_float(value: Any, clean: bool) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    return float_of_value(value)
 
 
 def _as_int(value: Any, clean: bool) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, float):
-        value = int(value) if value.is_integer() else None
-    elif isinstance(value, str):
-        try:
-            value = int(value.strip(), 0)
-        except ValueError:
-            return None
-    if isinstance(value, int) and _INT64_MIN <= value <= _INT64_MAX:
-        return value
-    return None
+    return int_of_value(value)
 
 
 def _as_triple(value: Any) -> Triple:

@@ -5,7 +5,8 @@ scanner) and :mod:`~traceq.importers.kineto.lenient_parser` (Python's ``json`` a
 build the same frame, :data:`RAW_SCHEMA`, one row per trace event, and hand it a block at a time to
 a :data:`Compact` callback; they return a :class:`ParsedTrace`.  What must be the same on both paths
 lives here so that neither parser imports the other: the fields read and their raw types, how a
-number read into a text field is spelled (:func:`float_text`), what counts as a kernel's
+number read into a text field is spelled (:func:`float_text`), what a string or other value read into
+a number field is (:func:`float_of_value`, :func:`int_of_value`), what counts as a kernel's
 ``[x, y, z]`` (:func:`triple_of_text`, :func:`triple_of_list`), and the JSON decoder used for what
 polars does not read (:func:`decoder`: top-level keys, the fallback).
 """
@@ -145,6 +146,40 @@ def float_text(value: float) -> str:
     return text
 
 
+_INT64: Final = range(-(2**63), 2**63)
+
+
+def float_of_value(value: Any) -> float | None:
+    """A decoded JSON value read into a float field: numbers as floats, a string as Python's
+    ``float`` reads it (ROCm's HIP rows write some numbers as strings), anything else null."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def int_of_value(value: Any) -> int | None:
+    """A decoded JSON value read into an int64 field: integers and integral floats; a string as
+    ``int(text.strip(), 0)`` reads it (``"616"``, ``" 616 "``, ``"0x268"``; ROCm's HIP rows write
+    ``"bytes": "616"``); null for anything else or outside int64."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, float):
+        value = int(value) if value.is_integer() else None
+    elif isinstance(value, str):
+        try:
+            value = int(value.strip(), 0)
+        except ValueError:
+            return None
+    return value if isinstance(value, int) and value in _INT64 else None
+
+
 _TRIPLE_TEXT: Final = re.compile(r"\[\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*\]", re.ASCII)
 _INT32: Final = range(-(2**31), 2**31)
 Triple = tuple[int | None, int | None, int | None]
@@ -210,7 +245,9 @@ __all__ = [
     "cut_text",
     "cut_warnings",
     "decoder",
+    "float_of_value",
     "float_text",
+    "int_of_value",
     "triple_of_list",
     "triple_of_text",
 ]

@@ -15,9 +15,10 @@ Each value is converted as :mod:`traceq.importers.kineto.lenient_parser` convert
 module is the reference both paths must agree with -- or the scanner *declines*
 (:class:`FastPathDeclined`, defined here, at the lowest stage of the fast path, and raised by the
 fast parser too): not strict JSON, invalid UTF-8, an unpaired surrogate escape, an escape inside a
-key, an element of the event array that is not an object, a string where a number is expected, an
-object or array in a text field.  A kernel's ``grid``/``block`` is read by the scanner into three
-Int32 columns when it is an ``[x, y, z]`` array; strings are left to
+key, an element of the event array that is not an object, an object or array in a text field.  A
+string in a number field (ROCm's HIP rows write ``"bytes": "616"``) is read: a plain decimal integer
+by the scanner, anything else by the lenient path's own rule.  A kernel's ``grid``/``block`` is
+read by the scanner into three Int32 columns when it is an ``[x, y, z]`` array; strings are left to
 :func:`~traceq.importers.kineto.raw_frame.triple_of_text`, which both paths use.  A text value
 longer than :data:`~traceq.importers.kineto.raw_frame.MAX_TEXT_BYTES` is cut as
 :func:`~traceq.importers.kineto.raw_frame.cut_text` cuts it, and counted (``Scanned.cut``).
@@ -35,7 +36,14 @@ import polars as pl
 import pyarrow as pa
 
 from traceq.importers.arrow_capsule import series_of
-from traceq.importers.kineto.raw_frame import NO_TRIPLE, Triple, float_text, triple_of_text
+from traceq.importers.kineto.raw_frame import (
+    NO_TRIPLE,
+    Triple,
+    float_of_value,
+    float_text,
+    int_of_value,
+    triple_of_text,
+)
 from traceq.importers.kineto.trace_bytes import Raw
 
 if TYPE_CHECKING:
@@ -196,8 +204,12 @@ def to_block(buf: Raw | memoryview, scanned: Scanned, *, spec: FieldSpec, first_
             # Number columns may outlive the pass (compact passes some through): they get memory of
             # their own size, and the scanner's (sized for a guess of the row count) goes back to
             # its pool for the next pass.
-            bitmap = pa.py_buffer(bytes(validity)) if nulls else None
-            array = pa.Array.from_buffers(numbers[kind], n, [bitmap, pa.py_buffer(bytes(values))], null_count=nulls)
+            texts = extra.numbers.get(position)
+            if texts:
+                array = _with_numbers(numbers[kind], n, values, validity, texts)
+            else:
+                bitmap = pa.py_buffer(bytes(validity)) if nulls else None
+                array = pa.Array.from_buffers(numbers[kind], n, [bitmap, pa.py_buffer(bytes(values))], null_count=nulls)
         else:
             views = extra.apply(position, memoryview(values))
             variadic = [data] + ([side_buffer] if side_buffer is not None else [])
@@ -212,6 +224,22 @@ def to_block(buf: Raw | memoryview, scanned: Scanned, *, spec: FieldSpec, first_
     if extra.triples:
         frame = frame.update(extra.triple_frame(spec), on="idx")
     return Block(frame, consumed, n, status == CLOSED, status == OPEN_END, scanned.cut)
+
+
+def _with_numbers(
+    dtype: pa.DataType, n: int, values: Buffer, validity: Buffer, texts: list[tuple[int, float | int | None]]
+) -> pa.Array:
+    """A number column with the values the scanner left to Python (strings in a number field)
+    written in: each ``(row, value)`` sets the row, or leaves it null where the value is None."""
+    numpy_type = np.dtype(np.float64) if dtype == pa.float64() else np.dtype(np.int64)
+    array = np.frombuffer(memoryview(values), dtype=numpy_type, count=n).copy()
+    bits = np.frombuffer(memoryview(validity), dtype=np.uint8)
+    valid = np.unpackbits(bits, count=n, bitorder="little").astype(bool)
+    for row, value in texts:
+        if value is not None:
+            array[row] = value
+            valid[row] = True
+    return pa.array(array, type=dtype, mask=~valid)
 
 
 def _dictionary(views: Buffer, n: int, validity: Buffer | None, nulls: int, variadic: list[pa.Buffer]) -> pa.Array:
@@ -236,7 +264,9 @@ def _side_buffer(side: memoryview, blob: bytes) -> pa.Buffer | None:
 class _Fixups:
     """What the scanner leaves to Python: numbers read into text fields that are not plain integers
     (spelled by :func:`float_text`, appended after the scanner's side buffer -- data buffer 1 -- with
-    their views patched in), and strings in a triple field (read by :func:`triple_of_text`)."""
+    their views patched in), strings in a triple field (read by :func:`triple_of_text`), and strings
+    in a number field other than plain decimal integers (read by :func:`int_of_value` /
+    :func:`float_of_value`, as the lenient path reads them)."""
 
     def __init__(
         self, buf: Raw | memoryview, records: memoryview, side_size: int, first_index: int, kinds: Sequence[int]
@@ -244,6 +274,8 @@ class _Fixups:
         self.by_field: dict[int, list[tuple[int, int, bytes]]] = {}
         """Per text field: (row, offset in data buffer 1, text) of its fixed-up numbers."""
         self.triples: dict[int, dict[int, Triple]] = {}
+        self.numbers: dict[int, list[tuple[int, float | int | None]]] = {}
+        """Per number field: (row, value) of its strings, read as the lenient path reads them."""
         texts: list[bytes] = []
         at = side_size
         table = np.frombuffer(records, dtype=np.int64).reshape(-1, 4)
@@ -251,6 +283,10 @@ class _Fixups:
             if kinds[field] == TRIPLE:
                 text = json.loads(bytes(buf[start:end]))
                 self.triples.setdefault(field, {})[first_index + row] = triple_of_text(text)
+                continue
+            if kinds[field] in (INT, FLOAT):
+                read = int_of_value if kinds[field] == INT else float_of_value
+                self.numbers.setdefault(field, []).append((row, read(json.loads(bytes(buf[start:end])))))
                 continue
             number = bytes(buf[start:end]).decode()
             text = (float_text(json.loads(number)) if number != "-0" else "0").encode()
