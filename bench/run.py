@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -381,20 +381,97 @@ def nsys_table(results: Sequence[FileResult], idle_rss: int | None) -> str:
 
 def cache_table(results: Sequence[FileResult]) -> str:
     header = (
-        "| file | MB | import s | import + store s | cached open s | cached open CPU s | entry MB | open ÷ import |\n"
-        "|---|--:|--:|--:|--:|--:|--:|--:|\n"
+        "| file | MB | import s | first run: load s | first run ÷ import | entry written after s "
+        "| cached open s | cached open CPU s | entry MB | open ÷ import |\n"
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
     )
     rows = []
     for r in results:
         imp, store, cached = r.probes.get("import"), r.probes.get("store"), r.probes.get("cached")
         entry = cached.extra.get("entry_bytes") if cached and cached.error is None else None
         share = cached.wall_s / imp.wall_s if cached and imp and cached.wall_s and imp.wall_s else None
+        first = store.wall_s / imp.wall_s if store and imp and store.wall_s and imp.wall_s else None
+        written = store.extra.get("written_s") if store and store.error is None else None
         rows.append(
-            f"| {r.name} | {r.bytes / MB:,.0f} | {_cell(imp)} | {_cell(store)} | {_cell(cached, 3)} | "
-            f"{_num(cached.cpu_s if cached else None, 3)} | {_num(entry / MB if entry else None, 1)} | "
-            f"{_num(share, 3)} |"
+            f"| {r.name} | {r.bytes / MB:,.0f} | {_cell(imp)} | {_cell(store)} | {_num(first)} | {_num(written)} | "
+            f"{_cell(cached, 3)} | {_num(cached.cpu_s if cached else None, 3)} | "
+            f"{_num(entry / MB if entry else None, 1)} | {_num(share, 3)} |"
         )
     return header + "\n".join(rows) + "\n"
+
+
+def _find(results: Sequence[FileResult], name: str) -> FileResult | None:
+    return next((r for r in results if r.name == name), None)
+
+
+def _wall(result: FileResult | None, probe_name: str) -> float | None:
+    measured = result.probes.get(probe_name) if result else None
+    return measured.wall_s if measured is not None and measured.error is None else None
+
+
+def goals_table(results: Sequence[FileResult]) -> str:
+    """Issue 18's goals, each against what this run measured ("–" where the run lacks the file)."""
+    rows: list[tuple[str, str, float | None, bool | None]] = []
+
+    def mb_per_s(r: FileResult | None, probe_name: str) -> float | None:
+        wall = _wall(r, probe_name)
+        return (r.json_bytes or r.bytes) / MB / wall if r and wall else None
+
+    def goal(what: str, target: str, value: float | None, met: Callable[[float], bool]) -> None:
+        rows.append((what, target, value, None if value is None else met(value)))
+
+    gig = _find(results, "kineto-pretty-1000MB.json")
+    goal("Kineto import, 1 GB, two cores (MB/s)", "≥ 400", mb_per_s(gig, "import"), lambda v: v >= 400)
+    big = [r for r in results if r.family == "kineto" and r.origin == "synthetic" and (r.json_bytes or 0) >= 100 * MB]
+    one_core = [v for r in big if (v := mb_per_s(r, "1 core")) is not None]
+    goal(
+        "Kineto import, one core, slowest file ≥ 100 MB (MB/s)",
+        "≥ 250",
+        min(one_core, default=None),
+        lambda v: v >= 250,
+    )
+    ratios = [
+        m.peak_rss_bytes / (r.json_bytes or r.bytes)
+        for r in results
+        if r.family == "kineto" and (r.json_bytes or 0) >= 1000 * MB
+        for m in [r.probes.get("import")]
+        if m is not None and m.peak_rss_bytes
+    ]
+    goal("Kineto peak RSS at ≥ 1 GB, worst (× the JSON)", "≤ 0.5", max(ratios, default=None), lambda v: v <= 0.5)
+    packed = _find(results, "kineto-pretty-4000MB.json.gz")
+    goal("4 GB .json.gz import (s)", "≤ 12", _wall(packed, "import"), lambda v: v <= 12)
+    packed_rss = packed.probes["import"].peak_rss_bytes if packed and "import" in packed.probes else None
+    goal("4 GB .json.gz peak RSS (GB)", "≤ 2", packed_rss / 1e9 if packed_rss else None, lambda v: v <= 2)
+    rocm, cuda = mb_per_s(_find(results, "kineto-rocm-1000MB.json"), "import"), mb_per_s(gig, "import")
+    goal("ROCm 1 GB MB/s ÷ CUDA 1 GB MB/s", "≥ 0.95", rocm / cuda if rocm and cuda else None, lambda v: v >= 0.95)
+    nsys = _find(results, "nsys-20Mrows.sqlite")
+    nsys_imp = nsys.probes.get("import") if nsys else None
+    activity = nsys_imp.extra.get("activity_rows") if nsys_imp else None
+    wall = _wall(nsys, "import")
+    goal(
+        "nsys import, 20 M rows (M rows/s)",
+        "≥ 2.5",
+        activity / wall / 1e6 if activity and wall else None,
+        lambda v: v >= 2.5,
+    )
+    goal("full report, 10 M GPU + 10 M API events (s)", "≤ 4", _wall(nsys, "report"), lambda v: v <= 4)
+    report = nsys.probes.get("report") if nsys else None
+    render = report.extra.get("render_s") if report and report.error is None else None
+    goal("its HTML + JSON render (s)", "≤ 1", render, lambda v: v <= 1)
+    goal("cached re-open, 1 GB trace (s)", "≤ 0.2", _wall(gig, "cached"), lambda v: v <= 0.2)
+    for label, r in (("Kineto 1 GB", gig), ("nsys 20 M", nsys)):
+        store, imp = _wall(r, "store"), _wall(r, "import")
+        goal(
+            f"first default run ÷ --no-cache, {label}",
+            "≤ 1.1",
+            store / imp if store and imp else None,
+            lambda v: v <= 1.1,
+        )
+    lines = ["| goal (issue 18) | target | measured | met |", "|---|--:|--:|:-:|"]
+    for what, target, value, met in rows:
+        verdict = "–" if met is None else "yes" if met else "**no**"
+        lines.append(f"| {what} | {target} | {_num(value)} | {verdict} |")
+    return "\n".join(lines) + "\n"
 
 
 def scaling_table(results: Sequence[FileResult]) -> str:
@@ -453,6 +530,7 @@ def render_markdown(results: Sequence[FileResult], info: dict[str, Any], preset:
         f"({_mb(idle)} MiB when idle). Wall times are medians of {info['repeat']} run(s), each in a fresh process.\n",
     ]
     for title, table in (
+        ("### Against the goals", goals_table(results)),
         ("### Kineto JSON import, next to HTA 0.5.0", kineto_table(results, idle)),
         ("### nsys SQLite import and the full report", nsys_table(results, idle)),
         ("### The columnar cache", cache_table(results)),

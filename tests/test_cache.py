@@ -6,8 +6,11 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pickle
 import shutil
+import subprocess
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -284,13 +287,13 @@ def _foreign_parquet(entry: Path) -> None:
 def _key_without_payload(entry: Path) -> None:
     """The right key, but no traceq payload: the entry decodes to nothing."""
     table = pq.read_table(entry)
-    metadata = {ENTRY_METADATA_KEY: table.schema.metadata[ENTRY_METADATA_KEY]}
+    metadata = {ENTRY_METADATA_KEY: pq.read_metadata(entry).metadata[ENTRY_METADATA_KEY]}
     pq.write_table(table.replace_schema_metadata(metadata), entry)
 
 
 def _key_with_wrong_columns(entry: Path) -> None:
-    table = pq.read_table(entry)
-    pq.write_table(pa.table({"start_ns": [1]}).replace_schema_metadata(table.schema.metadata), entry)
+    metadata = pq.read_metadata(entry).metadata
+    pq.write_table(pa.table({"start_ns": [1]}).replace_schema_metadata(metadata), entry)
 
 
 @pytest.mark.parametrize(
@@ -343,13 +346,13 @@ def test_a_failing_write_warns_once_and_leaves_no_temporary_file(
     source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
 ) -> None:
     store = Cache(tmp_path / "cache")
-    real_write = pq.write_table
+    real_write = pl.DataFrame.write_parquet
 
-    def failing(table: pa.Table, where: Any, **kw: Any) -> None:
-        real_write(table.slice(0, 1), where, **kw)  # half written, then the disk gives up
+    def failing(frame: pl.DataFrame, where: Any, **kw: Any) -> None:
+        real_write(frame.head(1), where, **kw)  # half written, then the disk gives up
         raise OSError(code, os.strerror(code))
 
-    monkeypatch.setattr(cache_module.pq, "write_table", failing)
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", failing)
     with pytest.warns(CacheWarning) as caught:
         loaded = traceq.load(source, cache=store)
         traceq.load(source, cache=store)  # the same Cache: no second warning, no second try
@@ -368,10 +371,10 @@ def test_a_failed_rewrite_keeps_the_previous_entry_whole(
     stat = source.stat()
     os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))  # forces a rewrite
 
-    def failing(table: pa.Table, where: Any, **kw: Any) -> None:
+    def failing(frame: pl.DataFrame, where: Any, **kw: Any) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(cache_module.pq, "write_table", failing)
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", failing)
     with pytest.warns(CacheWarning):
         traceq.load(source, cache=store)
     assert entries(store.directory) == [entry] and entry.read_bytes() == before
@@ -428,6 +431,67 @@ def test_cli_unwritable_cache_is_a_one_line_warning_not_an_error(source: Path, t
     blocker.write_text("")
     code, out, err = run("info", "--cache-dir", blocker / "cache", source)
     assert code == 0 and "rows" in out
+    assert err.startswith("traceq: warning: cache directory") and err.count("\n") == 1
+
+
+# --------------------------------------------------------------------------------------------
+# writing behind: a first run does not wait for its entry
+
+
+def test_a_write_behind_cache_stores_the_entry_on_a_thread_that_wait_joins(source: Path, tmp_path: Path) -> None:
+    store = Cache(tmp_path / "cache", write_behind=True)
+    loaded = traceq.load(source, cache=store)
+    store.wait()
+    (entry,) = entries(store.directory)
+    assert_same(traceq.load(source, cache=Cache(store.directory)), loaded)
+    assert not [t for t in threading.enumerate() if t.name == "traceq-cache-write"]
+    assert entry.stat().st_size > 0
+
+
+def test_a_write_behind_writer_is_not_a_daemon_so_an_entry_is_finished_without_a_wait(
+    source: Path, tmp_path: Path
+) -> None:
+    code = (
+        "import sys, traceq; from traceq.cache import Cache; "
+        f"traceq.load({str(source)!r}, cache=Cache({str(tmp_path / 'c')!r}, write_behind=True))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert len(entries(tmp_path / "c")) == 1
+
+
+def test_a_write_behind_failure_is_one_warning_given_by_wait(source: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    store = Cache(blocker / "cache", write_behind=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing is said by the writer thread itself
+        traceq.load(source, cache=store)
+        for thread in [t for t in threading.enumerate() if t.name == "traceq-cache-write"]:
+            thread.join()
+    with pytest.warns(CacheWarning, match="cannot be written") as caught:
+        store.wait()
+    assert len(caught) == 1
+    store.wait()  # said once
+
+
+def test_a_copy_sent_to_a_worker_process_writes_at_once(tmp_path: Path) -> None:
+    store = Cache(tmp_path / "cache", verify="full", write_behind=True)
+    copy = pickle.loads(pickle.dumps(store))
+    assert (copy.directory, copy.verify, copy.write_behind) == (store.directory, "full", False)
+
+
+def test_the_cli_writes_the_entry_behind_and_has_it_before_it_exits(source: Path, tmp_path: Path) -> None:
+    code, _out, err = run("report", "--no-html", "--cache-dir", tmp_path / "c", source)
+    assert code == 0 and err == "", err
+    assert len(entries(tmp_path / "c")) == 1
+
+
+def test_the_cli_reports_a_cache_written_behind_that_fails_in_one_line(source: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code, out, err = run("report", "--no-html", "--cache-dir", blocker / "cache", source)
+    assert code == 0 and out
     assert err.startswith("traceq: warning: cache directory") and err.count("\n") == 1
 
 

@@ -197,7 +197,10 @@ def load_file(
     if cached is not None:
         return cached
     trace = _from_result(read_file(path, fmt, max_inflate_ratio=max_inflate_ratio))
-    store.put(key, trace.to_arrow())
+    if store.write_behind:
+        store.put_behind(key, trace.to_arrow())  # the caller waits for it once its output is out
+    else:
+        store.put(key, trace.to_arrow())
     return trace
 
 

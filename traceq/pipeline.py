@@ -46,6 +46,7 @@ from traceq.analyses.parts import (
     PartSummary,
     detail_part,
     detail_requests,
+    forget_kept_analysis,
     job_calls,
     merge_parts,
     merged_findings,
@@ -109,7 +110,8 @@ def report_parts(
     ``executor`` says).  ``model``, ``gpus`` and ``peak_tflops`` ask for MFU (``docs/mfu.md``)."""
     labels = [_label(p) for p in parts]
     in_memory = any(isinstance(p, Trace) for p in parts)
-    with open_executor(1 if in_memory else executor, labels) as tasks:
+    with ExitStack() as rounds, open_executor(1 if in_memory else executor, labels) as tasks:
+        rounds.callback(forget_kept_analysis)  # round two took it, or it is of no use now
         summaries = tasks.map(_summarise, [(label, (p, options)) for label, p in zip(labels, parts, strict=True)])
         set_stage(ANALYSING)  # every part read (once): the progress line says so
         order = job_order([s.sources for s in summaries])

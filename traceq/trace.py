@@ -252,7 +252,9 @@ def read_parquet(path: Path) -> Trace:
         # pyarrow's reader, which verifies page checksums (of files written before the seal) and
         # reports damage as errors (polars' may panic on a damaged page).
         table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
-        metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items() if k != SEAL_KEY}
+        # The file's key-value metadata (a polars-written file, as the cache's entries are, keeps
+        # it there and not in the Arrow schema that pyarrow's reader returns).
+        metadata = {k.decode(): v.decode() for k, v in stored.items() if k != SEAL_KEY}
         events = pl.from_arrow(table.replace_schema_metadata(None))
         assert isinstance(events, pl.DataFrame)
     except (pa.ArrowException, pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError) as exc:

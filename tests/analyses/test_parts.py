@@ -76,3 +76,46 @@ def test_the_summary_holds_what_the_merge_needs() -> None:
     # idle intervals: device 0 before 2 µs, 10-12 µs, after 20 µs; device 1 before 20 µs, 30-70, after 90
     assert part.comm_kernels.is_empty() and part.gaps_total == part.longest_gaps.height == 6
     assert part.kernel_totals.get_column("count").sum() == 4
+
+
+# ---------------------------------------------------------------------------------------------
+# round two takes round one's analysis of a part in memory
+
+
+def test_round_two_reuses_round_ones_analysis_of_the_same_part_and_reports_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import traceq
+    from traceq.analyses import parts
+
+    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "training_step.pt.trace.json.gz"
+    loaded = traceq.load(sample, cache=False)
+    real = parts.analyze_flagged
+    calls: list[int] = []
+
+    def counting(events: pl.DataFrame, options: Options) -> Any:
+        calls.append(events.height)
+        return real(events, options)
+
+    monkeypatch.setattr(parts, "analyze_flagged", counting)
+    reused = traceq.report(loaded).to_dict()
+    assert len(calls) == 1  # the host-sync finding's detail needed an analysis: round one's was taken
+    monkeypatch.setattr(parts._KEPT, "take", lambda events, options: None)
+    fresh = traceq.report(loaded).to_dict()
+    assert len(calls) == 3
+    assert reused == fresh
+
+
+def test_the_kept_analysis_serves_only_its_own_frame_and_options() -> None:
+    from traceq.analyses import parts
+
+    frame = pl.DataFrame({"a": [1]})
+    analysis: Any = object()
+    kept = parts._KeptAnalysis()
+    kept.keep(frame, Options(), frame, analysis)
+    assert kept.take(pl.DataFrame({"a": [1]}), Options()) is None  # an equal frame is another part
+    kept.keep(frame, Options(), frame, analysis)
+    assert kept.take(frame, Options(max_gaps=3)) is None
+    kept.keep(frame, Options(), frame, analysis)
+    assert kept.take(frame, Options()) == (frame, analysis)
+    assert kept.take(frame, Options()) is None  # taken once

@@ -25,6 +25,7 @@ from typing import Final
 import polars as pl
 
 from traceq import intervals as iv
+from traceq.analyses.memo import per_frame
 from traceq.analyses.steps import compile_step_pattern
 
 SYNC_CALL_PATTERN: Final = (
@@ -90,9 +91,11 @@ class HostState:
         return iv.union(*others) if others else iv.Intervals.empty()
 
 
+@per_frame
 def cpu_rows(events: pl.DataFrame) -> pl.DataFrame:
     """The CPU events of every thread: source (String), pid, tid, kind, name (String), start_ns,
-    end_ns, external_id, correlation; in event order (each thread's rows by start)."""
+    end_ns, external_id, correlation; in event order (each thread's rows by start).  Computed once
+    per event frame (:func:`~traceq.analyses.memo.per_frame`): several analyses read it."""
     return (
         events.lazy()
         .filter(pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null())

@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
+from traceq.analyses.memo import per_frame
 
 LAUNCH_LATENCY_CAP_NS: Final = 50_000
 """A delay from a launch's return to its kernel's start above this is no launch latency."""
@@ -137,14 +138,22 @@ def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataF
 
 def launch_calls(cpu: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
     """The launching call of each (source, pid, correlation) of ``wanted``: the earliest API call with
-    that correlation id.  Columns: source, pid, correlation, name, start_ns, end_ns, tid, external_id."""
-    ids = wanted.get_column("correlation").drop_nulls().unique()
+    that correlation id (of two that start together, the first in ``cpu``'s order).  Columns:
+    source, pid, correlation, name, start_ns, end_ns, tid, external_id; by start (stable)."""
+    return first_calls(cpu).join(
+        wanted.unique(), on=["source", "pid", "correlation"], how="semi", nulls_equal=False, maintain_order="left"
+    )
+
+
+@per_frame
+def first_calls(cpu: pl.DataFrame) -> pl.DataFrame:
+    """The earliest API call of every (source, pid, correlation) of :func:`cpu_rows` ``cpu``, as
+    :func:`launch_calls` returns them (computed once per CPU frame: three analyses ask)."""
     return (
-        cpu.filter((pl.col("kind") == "cuda_api") & pl.col("correlation").is_in(ids.implode()))
+        cpu.filter((pl.col("kind") == "cuda_api") & pl.col("correlation").is_not_null())
         .select(
             "source", "pid", "correlation", pl.col("name").cast(pl.String), "start_ns", "end_ns", "tid", "external_id"
         )
-        .join(wanted.unique(), on=["source", "pid", "correlation"], how="semi", nulls_equal=False)
         .sort("start_ns", maintain_order=True)
         .unique(subset=["source", "pid", "correlation"], keep="first", maintain_order=True)
     )

@@ -29,6 +29,8 @@ on the part holding its worst device, given the merged ranking.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -102,12 +104,48 @@ class PartSummary:
         return int(sum(f.estimated_size() for f in frames)) + 300 * items
 
 
+class _KeptAnalysis:
+    """The analysis of the part this process summarised last, kept for round two.
+
+    A part in memory (one trace, the common case) is summarised and detailed in the same process:
+    round two takes round one's flagged events and analysis instead of computing them again (half
+    of a report's analysis time).  Keyed on the part's event frame itself (a weak reference: the
+    kept analysis never outlives the frame) and the options; one slot, emptied when taken or by
+    :func:`forget_kept_analysis`.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: tuple[weakref.ref[pl.DataFrame], Options, pl.DataFrame, Analysis] | None = None
+
+    def keep(self, events: pl.DataFrame, options: Options, flagged: pl.DataFrame, analysis: Analysis) -> None:
+        with self._lock:
+            self._kept = (weakref.ref(events), options, flagged, analysis)
+
+    def take(self, events: pl.DataFrame, options: Options) -> tuple[pl.DataFrame, Analysis] | None:
+        with self._lock:
+            kept, self._kept = self._kept, None
+        if kept is None or kept[0]() is not events or kept[1] != options:
+            return None
+        return kept[2], kept[3]
+
+
+_KEPT: Final = _KeptAnalysis()
+
+
+def forget_kept_analysis() -> None:
+    """Let go of the analysis kept for round two (the report is done)."""
+    _KEPT.take(pl.DataFrame(), Options())
+
+
 def summarise_part(
     events: pl.DataFrame, sources: tuple[SourceMeta, ...], import_stats: tuple[CategoryCount, ...], options: Options
 ) -> PartSummary:
     """Summarise one part (its event table, ranks already assigned) for :func:`merge_parts`."""
+    raw = events
     events = with_comm_flags(events, options)
     analysis = analyze_flagged(events, options)
+    _KEPT.keep(raw, options, events, analysis)
     totals: tuple[DeviceTotals, ...] = ()
     rankings: dict[str, tuple[tuple[float, int], ...]] = {rule.id: () for rule in RANKED_RULES}
     if analysis.devices:
@@ -345,14 +383,16 @@ def detail_requests(
 def detail_part(events: pl.DataFrame, request: DetailRequest, options: Options) -> PartDetail:
     """Answer a :class:`DetailRequest` from the part's event table (ranks assigned as in
     :func:`summarise_part`)."""
-    events = with_comm_flags(events, options)
+    kept = _KEPT.take(events, options)
+    events = with_comm_flags(events, options) if kept is None else kept[0]
     table = devices(events)
     covered = np.zeros(0, np.int64)
     if request.waits is not None and request.waits.height:
         covered = _covered(events, table, request.waits)
     if not request.needs_analysis:
         return PartDetail(covered_ns=covered)
-    analysis = analyze_flagged(events, replace(options, top_kernels=0))
+    # (round one's analysis listed the top kernels too, which nothing here reads)
+    analysis = analyze_flagged(events, replace(options, top_kernels=0)) if kept is None else kept[1]
     findings: list[Finding] = []
     if request.rules:
         ctx = build_context(events, analysis, request.mfu)
