@@ -23,6 +23,7 @@ from traceq.intervals import (
     Intervals,
     clip,
     complement,
+    distinct,
     gaps,
     gaps_by_key,
     intersect,
@@ -426,3 +427,11 @@ def test_large_random_sets_agree_with_a_coverage_array() -> None:
     for w1 in (np.minimum(w0 + rng.integers(0, 5_000, w0.size), horizon), rng.integers(w0, horizon + 1)):
         expected = covered_before[w1] - covered_before[w0]
         assert np.array_equal(measure_in_windows(x, Intervals(w0, w1)), expected)
+
+
+@given(st.lists(st.integers(min_value=-(2**62), max_value=2**62), max_size=200))
+def test_distinct_is_numpys_sorted_unique(values: list[int]) -> None:
+    array = np.array(values, dtype=np.int64)
+    result = distinct(array)
+    assert result.dtype == np.int64
+    assert np.array_equal(result, np.unique(array))

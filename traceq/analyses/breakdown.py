@@ -74,7 +74,7 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
     gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
     info = device_table.select("dev", "rank", "pid", "device", "source")
     phases = _phases(cpu, activity, windows, gap_rows, attributed, device_table, options)
-    operators = operator_table(activity_operators(events, step_pattern=options.step_pattern), device_table)
+    operators = operator_table(activity_operators(events, step_pattern=options.step_pattern, cpu=cpu), device_table)
     gap_rows = gap_rows.drop("thread")
     gap_table = (
         gap_rows.join(info, on="dev", how="left")

@@ -140,8 +140,9 @@ def launch_calls(cpu: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
     """The launching call of each (source, pid, correlation) of ``wanted``: the earliest API call with
     that correlation id (of two that start together, the first in ``cpu``'s order).  Columns:
     source, pid, correlation, name, start_ns, end_ns, tid, external_id; by start (stable)."""
+    # (a semi join keeps each left row once, however often ``wanted`` names it: no unique() needed)
     return first_calls(cpu).join(
-        wanted.unique(), on=["source", "pid", "correlation"], how="semi", nulls_equal=False, maintain_order="left"
+        wanted, on=["source", "pid", "correlation"], how="semi", nulls_equal=False, maintain_order="left"
     )
 
 

@@ -14,18 +14,32 @@ import functools
 import threading
 import weakref
 from collections.abc import Callable, Hashable
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import polars as pl
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
+_SLOTS: list[list[Any]] = []
+"""Every memo's slot, so that :func:`forget` can empty them all."""
+_SLOTS_LOCK = threading.Lock()
+
+
+def forget() -> None:
+    """Empty every memo (the report pipeline calls this once a report is done, so that derived
+    frames do not stay in memory beside a trace that a caller keeps)."""
+    with _SLOTS_LOCK:
+        for slot in _SLOTS:
+            slot.clear()
+
 
 def per_frame(fn: Callable[Concatenate[pl.DataFrame, P], R]) -> Callable[Concatenate[pl.DataFrame, P], R]:
     """``fn(frame, *args)`` memoized on the frame's identity and the other arguments (one slot)."""
     lock = threading.Lock()
     slot: list[tuple[weakref.ref[pl.DataFrame], tuple[Hashable, ...], R]] = []
+    with _SLOTS_LOCK:
+        _SLOTS.append(slot)
 
     def memoized(frame: pl.DataFrame, /, *args: P.args, **kwargs: P.kwargs) -> R:
         key = (*args, *sorted(kwargs.items()))
@@ -41,4 +55,4 @@ def per_frame(fn: Callable[Concatenate[pl.DataFrame, P], R]) -> Callable[Concate
     return memoized
 
 
-__all__ = ["per_frame"]
+__all__ = ["forget", "per_frame"]

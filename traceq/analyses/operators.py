@@ -31,6 +31,7 @@ import polars as pl
 from traceq import schema
 from traceq.analyses.host_state import cpu_rows, matching
 from traceq.analyses.idle import launch_calls
+from traceq.analyses.memo import per_frame
 from traceq.analyses.model import OperatorStat
 from traceq.analyses.nesting import innermost_at, paths, prepared
 from traceq.analyses.options import DEFAULT_STEP_PATTERN
@@ -73,9 +74,16 @@ ACTIVITY_OPERATOR_COLUMNS: Final = (
 """The columns of :func:`activity_operators`."""
 
 
-def activity_operators(events: pl.DataFrame, *, step_pattern: str = DEFAULT_STEP_PATTERN) -> pl.DataFrame:
+def activity_operators(
+    events: pl.DataFrame, *, step_pattern: str = DEFAULT_STEP_PATTERN, cpu: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """One row per GPU activity of ``events`` (kernel, memcpy, memset on a device), in event order,
     with the call that launched it and the operator and module it was launched from.
+
+    Computed once per event frame and step pattern (the breakdown and the launch-bound finding both
+    ask).  ``cpu``: :func:`~traceq.analyses.host_state.cpu_rows` of ``events`` (with or without
+    :func:`~traceq.analyses.host_state.labelled`'s columns) where the caller holds it already, so
+    that each launch's first call is looked up once per report; it does not change the result.
 
     Columns: row (UInt32, its row in ``events``), source, pid, device, stream, kind, name (String),
     start_ns, end_ns, dur_ns, correlation; launch_name, launch_tid, launch_start_ns (its launching
@@ -83,6 +91,24 @@ def activity_operators(events: pl.DataFrame, *, step_pattern: str = DEFAULT_STEP
     null where none), op_linked_by (``external_id`` | ``enclosing``; null without an operator);
     module (String, null outside module ranges).  ``step_pattern`` names the step ranges, which are
     never operators."""
+    return _activity_operators(events, step_pattern, _Hint(cpu))
+
+
+class _Hint:
+    """An argument the memo does not key on (equal to every other hint)."""
+
+    def __init__(self, value: pl.DataFrame | None) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Hint)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+@per_frame
+def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) -> pl.DataFrame:
     activity = (
         events.lazy()
         .with_row_index("row")
@@ -102,7 +128,7 @@ def activity_operators(events: pl.DataFrame, *, step_pattern: str = DEFAULT_STEP
         )
         .collect()
     )
-    cpu = cpu_rows(events)
+    cpu = cpu_rows(events) if hint.value is None else hint.value
     calls = launch_calls(cpu, activity.select("source", "pid", "correlation").drop_nulls()).select(
         "source",
         "pid",

@@ -39,6 +39,7 @@ import numpy as np
 import polars as pl
 
 from traceq import schema
+from traceq.analyses import memo
 from traceq.analyses.breakdown import analyze_flagged, longest_gap_rows, longest_gaps, top_kernels
 from traceq.analyses.collectives import compute_activity, wait_covered_ns
 from traceq.analyses.comm import with_comm_flags
@@ -134,8 +135,9 @@ _KEPT: Final = _KeptAnalysis()
 
 
 def forget_kept_analysis() -> None:
-    """Let go of the analysis kept for round two (the report is done)."""
+    """Let go of the analysis kept for round two and of the memos' derived frames (the report is done)."""
     _KEPT.take(pl.DataFrame(), Options())
+    memo.forget()
 
 
 def summarise_part(

@@ -194,7 +194,7 @@ def _device_phases(
     r_end = ranges.get_column("end_ns").to_numpy()
     parts = [a_start, a_end, win.start_ns, win.end_ns, g_start, g_end, r_start, r_end]
     parts += [x for c in causes.values() for x in (c.start_ns, c.end_ns)]
-    bounds = np.unique(np.concatenate(parts))
+    bounds = iv.distinct(np.concatenate(parts))
     seg_start, seg_end = bounds[:-1], bounds[1:]
     seg_len = np.where(_inside(seg_start, win), seg_end - seg_start, 0)
     compute = _paint(bounds, a_start[~a_comm], a_end[~a_comm], a_key[~a_comm])
@@ -258,7 +258,7 @@ def _host_phase(bounds: np.ndarray, gaps: pl.DataFrame, ranges: pl.DataFrame) ->
     seg_gap = np.searchsorted(g_start, seg_start, side="right") - 1
     in_gap = (seg_gap >= 0) & (seg_start < g_end[np.maximum(seg_gap, 0)])
     thread = np.where(in_gap, g_thread[np.maximum(seg_gap, 0)], -1)
-    for tid in np.unique(thread[in_gap & (thread != -1)]):
+    for tid in iv.distinct(thread[in_gap & (thread != -1)]):
         on = ranges.filter(pl.col("tid") == int(tid))
         painted = _paint(
             bounds,

@@ -32,7 +32,7 @@ def with_warmup(windows: pl.DataFrame, compile_by_dev: Mapping[int, iv.Intervals
     kinds = windows.get_column("window").to_numpy()
     starts = windows.get_column("start_ns").to_numpy()
     ends = windows.get_column("end_ns").to_numpy()
-    for dev in np.unique(devs):
+    for dev in iv.distinct(devs):
         at = np.flatnonzero((devs == dev) & (kinds == "steps"))
         if at.size < 2:
             continue

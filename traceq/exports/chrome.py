@@ -32,6 +32,7 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
+from traceq import intervals as iv
 from traceq.analyses import CAUSES, Analysis
 from traceq.analyses.model import Finding
 from traceq.analyses.steps import devices as device_table
@@ -254,11 +255,11 @@ def _cause_stretches(analysis: Analysis, gaps: pl.DataFrame, keys: pl.DataFrame)
             if not len(spans):
                 continue
             # Cut every stretch at each interval bound it crosses, then keep the pieces inside one.
-            bounds = np.unique(np.concatenate([lo, hi]))
+            bounds = iv.distinct(np.concatenate([lo, hi]))
             cuts = np.concatenate(
                 [spans.start_ns, spans.end_ns, bounds[(bounds > spans.start_ns.min()) & (bounds < spans.end_ns.max())]]
             )
-            cuts = np.unique(cuts)
+            cuts = iv.distinct(cuts)
             a, b = cuts[:-1], cuts[1:]
             mid_in_span = _covered(spans.start_ns, spans.end_ns, a)
             at = np.searchsorted(lo, a, side="right") - 1
