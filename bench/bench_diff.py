@@ -59,7 +59,7 @@ def traces(work: Path, mb: float) -> tuple[Path, Path]:
     if not before.exists():
         make_big.write_kineto_pretty(before, int(mb * 1_000_000))
     if not after.exists():
-        make_big.write_kineto_compact(after, before)
+        make_big.write_blocks(after, make_big.compact_blocks(before))
     return before, after
 
 

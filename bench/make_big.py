@@ -156,19 +156,12 @@ def rocm_blocks(pretty: Path) -> Iterator[bytes]:
             yield _STRING_ARGS.sub(rb'"\1": "\2"', _HIP_NAME.sub(b'"name": "hip', block))
 
 
-def write_kineto_rocm(path: Path, pretty: Path) -> None:
+def write_blocks(path: Path, blocks: Iterator[bytes]) -> None:
+    """``path`` written (atomically) from ``blocks``: :func:`compact_blocks`, :func:`rocm_blocks`."""
+
     def write(tmp: Path) -> None:
         with tmp.open("wb") as out:
-            for block in rocm_blocks(pretty):
-                out.write(block)
-
-    _atomic(path, write)
-
-
-def write_kineto_compact(path: Path, pretty: Path) -> None:
-    def write(tmp: Path) -> None:
-        with tmp.open("wb") as out:
-            for block in compact_blocks(pretty):
+            for block in blocks:
                 out.write(block)
 
     _atomic(path, write)
@@ -429,7 +422,7 @@ def generate(
         files.append(_record(pretty, "kineto", "pretty", "synthetic", pretty.stat().st_size))
         compact = data / f"kineto-compact-{_label(mb)}MB.json"
         if need(compact):
-            write_kineto_compact(compact, pretty)
+            write_blocks(compact, compact_blocks(pretty))
         files.append(_record(compact, "kineto", "compact", "synthetic", compact.stat().st_size))
         packed = data / f"kineto-pretty-{_label(mb)}MB.json.gz"
         if need(packed):
@@ -438,7 +431,7 @@ def generate(
         if mb in rocm_mb:
             rocm = data / f"kineto-rocm-{_label(mb)}MB.json"
             if need(rocm):
-                write_kineto_rocm(rocm, pretty)
+                write_blocks(rocm, rocm_blocks(pretty))
             files.append(_record(rocm, "kineto", "rocm", "synthetic", rocm.stat().st_size))
     for rows in nsys_rows:
         export = data / f"nsys-{_rows_label(int(rows))}rows.sqlite"
