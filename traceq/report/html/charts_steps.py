@@ -85,10 +85,19 @@ def step_breakdown_figure(report: Report) -> dict[str, Any] | None:
         horizontal_spacing=0.08,
     )
     used = _used(SEGMENTS, report.steps)
+    # The bars go in as plain trace dicts, not go.Bar: plotly's validators walk every value (a
+    # trace of thousands of steps took most of the page's render time), and these are plain
+    # lists of strings and floats that need no checking.
+    traces: list[dict[str, Any]] = []
     for n, d in enumerate(devices):
         steps = steps_of(report, d)
         labels = _step_labels(steps)
         row, col = n // cols + 1, n % cols + 1
+        subplot = fig.get_subplot(row, col)
+        refs = {
+            "xaxis": subplot.xaxis.plotly_name.replace("axis", ""),
+            "yaxis": subplot.yaxis.plotly_name.replace("axis", ""),
+        }
         for seg in used:
             values = [seg.value(s) for s in steps]
             hover = [
@@ -96,19 +105,19 @@ def step_breakdown_figure(report: Report) -> dict[str, Any] | None:
                 f"{seg.label}: {format_ns(v)} ({pct(v, s.dur_ns)} of {format_ns(s.dur_ns)})"
                 for s, v in zip(steps, values, strict=True)
             ]
-            fig.add_trace(
-                go.Bar(
-                    x=labels,
-                    y=[ms(v) for v in values],
-                    name=seg.label,
-                    legendgroup=seg.key,
-                    showlegend=n == 0,
-                    marker={"color": seg.colour, "line": {"width": 0}},
-                    hovertext=hover,
-                    hoverinfo="text",
-                ),
-                row=row,
-                col=col,
+            traces.append(
+                {
+                    "type": "bar",
+                    "x": labels,
+                    "y": [ms(v) for v in values],
+                    "name": seg.label,
+                    "legendgroup": seg.key,
+                    "showlegend": n == 0,
+                    "marker": {"color": seg.colour, "line": {"width": 0}},
+                    "hovertext": hover,
+                    "hoverinfo": "text",
+                    **refs,
+                }
             )
         fig.update_xaxes(axis("step", type="category"), row=row, col=col)
         fig.update_yaxes(axis("ms", rangemode="tozero"), row=row, col=col)
@@ -120,7 +129,9 @@ def step_breakdown_figure(report: Report) -> dict[str, Any] | None:
             title={"text": "Step time by part, per device and step (ms)"},
         )
     )
-    return figure_dict(fig)
+    out = figure_dict(fig)
+    out["data"] = traces
+    return out
 
 
 def idle_by_cause_figure(report: Report) -> dict[str, Any] | None:

@@ -112,21 +112,24 @@ def timeline_figure(report: Report) -> dict[str, Any] | None:
     origin, span = tl.start_ns, max(tl.end_ns - tl.start_ns, 1)
     rows = timeline_rows(tl)
     fig = go.Figure()
+    # Traces as plain dicts, not go.Bar / go.Scatter: plotly's validators walk every value, and
+    # thousands of bars and CPU calls made them most of the page's render time.
+    traces: list[dict[str, Any]] = []
     for kinds, label, colour in _BAR_CLASSES:
         bars = [b for b in tl.bars if b.kind in kinds]
         if bars:
-            fig.add_trace(_bar_trace(bars, label, colour, origin, span))
+            traces.append(_bar_trace(bars, label, colour, origin, span))
     for kind, label in _SPAN_LABELS.items():
         spans = [c for c in tl.cpu if c.kind == kind]
         if spans:
-            fig.add_trace(_span_trace(spans, label, kind, origin))
+            traces.append(_span_trace(spans, label, kind, origin))
     for cause in CAUSES:
         gaps = [g for g in tl.gaps if g.cause == cause]
         if gaps:
-            fig.add_trace(_gap_trace(gaps, cause, origin))
+            traces.append(_gap_trace(gaps, cause, origin))
     flow = _flow_trace(tl, set(rows), origin)
     if flow is not None:
-        fig.add_trace(flow)
+        traces.append(flow)
     shapes = _gap_shading(tl.gaps, rows, origin)
     annotations = []
     for s in _step_marks(report, tl):
@@ -170,11 +173,14 @@ def timeline_figure(report: Report) -> dict[str, Any] | None:
             hovermode="closest",
         )
     )
-    return figure_dict(fig)
+    out = figure_dict(fig)
+    out["data"] = traces
+    return out
 
 
-def _bar_trace(bars: Sequence[TimelineBar], label: str, colour: str, origin: int, span: int) -> go.Bar:
-    return go.Bar(
+def _bar_trace(bars: Sequence[TimelineBar], label: str, colour: str, origin: int, span: int) -> dict[str, Any]:
+    return dict(
+        type="bar",
         y=[_stream_row(b) for b in bars],
         base=[ms(b.start_ns - origin) for b in bars],
         x=[ms(b.end_ns - b.start_ns) for b in bars],
@@ -195,8 +201,9 @@ def _bar_trace(bars: Sequence[TimelineBar], label: str, colour: str, origin: int
     )
 
 
-def _gap_trace(gaps: Sequence[TimelineGap], cause: str, origin: int) -> go.Bar:
-    return go.Bar(
+def _gap_trace(gaps: Sequence[TimelineGap], cause: str, origin: int) -> dict[str, Any]:
+    return dict(
+        type="bar",
         y=[_gap_row(g.rank, g.device) for g in gaps],
         base=[ms(g.start_ns - origin) for g in gaps],
         x=[ms(g.end_ns - g.start_ns) for g in gaps],
@@ -217,9 +224,10 @@ def _gap_trace(gaps: Sequence[TimelineGap], cause: str, origin: int) -> go.Bar:
     )
 
 
-def _span_trace(spans: Sequence[TimelineSpan], label: str, kind: str, origin: int) -> go.Bar:
+def _span_trace(spans: Sequence[TimelineSpan], label: str, kind: str, origin: int) -> dict[str, Any]:
     # Operators are wide bars, the calls inside them narrower on top: nesting stays visible.
-    return go.Bar(
+    return dict(
+        type="bar",
         y=[_thread_row(c.rank, c.device, c.tid) for c in spans],
         base=[ms(c.start_ns - origin) for c in spans],
         x=[ms(c.end_ns - c.start_ns) for c in spans],
@@ -236,7 +244,7 @@ def _span_trace(spans: Sequence[TimelineSpan], label: str, kind: str, origin: in
     )
 
 
-def _flow_trace(tl: TimelineExcerpt, rows: set[str], origin: int) -> go.Scatter | None:
+def _flow_trace(tl: TimelineExcerpt, rows: set[str], origin: int) -> dict[str, Any] | None:
     """One line per gap from the CPU call behind it (its end, on its thread's row) to the gap's start
     (on the device's gap row), where that thread is drawn."""
     xs: list[float | None] = []
@@ -252,7 +260,8 @@ def _flow_trace(tl: TimelineExcerpt, rows: set[str], origin: int) -> go.Scatter 
         ys += [thread, _gap_row(g.rank, g.device), None]
     if not xs:
         return None
-    return go.Scatter(
+    return dict(
+        type="scatter",
         x=xs,
         y=ys,
         mode="lines",
