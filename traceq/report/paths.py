@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import fields, is_dataclass, replace
+from functools import cache
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -47,19 +48,38 @@ def with_display_paths(result: T, paths: Iterable[str]) -> T:
     return out
 
 
+_LEAVES = (int, float, type(None), bytes)
+"""Values that hold no string (bool is an int): returned as they are, at once."""
+
+
 def _rewrite(value: Any, names: list[tuple[str, str]]) -> Any:
+    """``value`` with the paths in its strings renamed; a part that holds none is returned as it is
+    (the same object), so that a large report is walked, not rebuilt."""
+    if isinstance(value, _LEAVES):
+        return value
     if isinstance(value, str):
         for path, name in names:
             if path in value:
                 value = value.replace(path, name)
         return value
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(_rewrite(v, names) for v in value)
+        items = tuple(_rewrite(v, names) for v in value)
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if isinstance(value, list):
         return [_rewrite(v, names) for v in value]
     if isinstance(value, Mapping):
         return {_rewrite(k, names): _rewrite(v, names) for k, v in value.items()}
     if is_dataclass(value) and not isinstance(value, type):
-        changes = {f.name: _rewrite(getattr(value, f.name), names) for f in fields(value) if f.init}
-        return replace(value, **changes)
+        changes = {}
+        for name in _init_fields(type(value)):
+            old = getattr(value, name)
+            new = _rewrite(old, names)
+            if new is not old:
+                changes[name] = new
+        return replace(value, **changes) if changes else value
     return value
+
+
+@cache
+def _init_fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls) if f.init)
