@@ -250,8 +250,7 @@ def _finish_writes(store: Cache) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheWarning)
         store.wait()
-    for warning in caught:
-        click.echo(f"traceq: warning: {warning.message}", err=True)
+    _say_warnings(caught)
 
 
 @contextmanager
@@ -265,6 +264,12 @@ def loading(paths: tuple[Path, ...]) -> Iterator[dict[str, Any]]:
         quiet = bool(click.get_current_context().meta.get("traceq.quiet"))
         with import_progress(list(paths), enabled=not quiet):
             yield click.get_current_context().meta
+    _say_warnings(caught)
+
+
+def _say_warnings(caught: list[warnings.WarningMessage]) -> None:
+    """Cache warnings and the compiled readers' absence as one ``traceq: warning:`` line each (the
+    same message once), any other warning as Python shows it."""
     said: set[str] = set()  # (each worker process warns of missing compiled readers once)
     for warning in caught:
         if issubclass(warning.category, (CacheWarning, CompiledReadersWarning)):

@@ -130,13 +130,17 @@ class _KeptAnalysis:
             return None
         return kept[2], kept[3]
 
+    def clear(self) -> None:
+        with self._lock:
+            self._kept = None
+
 
 _KEPT: Final = _KeptAnalysis()
 
 
 def forget_kept_analysis() -> None:
     """Let go of the analysis kept for round two and of the memos' derived frames (the report is done)."""
-    _KEPT.take(pl.DataFrame(), Options())
+    _KEPT.clear()
     memo.forget()
 
 
