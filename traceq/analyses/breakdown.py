@@ -22,11 +22,13 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
+from traceq import schema
 from traceq.analyses.attribution import Attribution, attribute
 from traceq.analyses.comm import comm_kernel_stats, with_comm_flags
 from traceq.analyses.host_calls import steady_call_counts
 from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled, sync_calls
 from traceq.analyses.idle import launches_by_device
+from traceq.analyses.launch_link import as_index, launch_link, rows_where
 from traceq.analyses.model import (
     CAUSES,
     ActivityRef,
@@ -67,7 +69,7 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
         step_windows(events, device_table, options.step_pattern), _by_device(compile_ranges(cpu), device_table)
     )
     activity = _activity(events, device_table)
-    launches = launches_by_device(cpu, activity)
+    launches = launches_by_device(cpu, activity, launch_link(events))
     attributed = attribute(cpu, activity, windows, launches, device_table.height, step_pattern=options.step_pattern)
     gap_rows = attributed.gaps
     step_rows, gap_in_steps = _measure_windows(activity, windows, attributed, device_table.height)
@@ -186,8 +188,15 @@ ACTIVITY_COLUMNS = ("start_ns", "end_ns", "name", "kind", "stream", "correlation
 
 
 def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
-    """The GPU activity rows with their ``dev``, in event order (``source`` stays Categorical)."""
-    return with_dev(gpu_rows(events, *ACTIVITY_COLUMNS), device_table)
+    """The GPU activity rows with their ``dev``, in event order (``source`` stays Categorical), and
+    their launch key: ``slot`` and ``call`` (the launching call's position in
+    :func:`~traceq.analyses.host_state.cpu_rows`, null without one; :mod:`traceq.analyses.launch_link`)."""
+    link = launch_link(events)
+    rows = rows_where(events, pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null())
+    keyed = gpu_rows(events, *ACTIVITY_COLUMNS).with_columns(
+        pl.Series("slot", link.slot[rows], dtype=pl.Int64), as_index(link.calls_of(rows)).alias("call")
+    )
+    return with_dev(keyed, device_table)
 
 
 def _measure_windows(

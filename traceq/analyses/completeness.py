@@ -30,6 +30,8 @@ from typing import Final
 import polars as pl
 
 from traceq import schema
+from traceq.analyses.host_state import matching
+from traceq.analyses.launch_link import launch_link, rows_where
 from traceq.analyses.model import DataCaveat, DeviceBreakdown, Finding, WithheldFinding
 from traceq.stats import ImportStats
 from traceq.units import device_label, pct
@@ -52,24 +54,24 @@ and those of the calls whose work the trace does not hold."""
 CoverageRow = tuple[str, int | None, int, int, int]
 """One row of :func:`work_coverage`, in :data:`COVERAGE_COLUMNS` order."""
 
-_KEY: Final = ["source", "pid", "correlation"]
-
 
 def work_coverage(events: pl.DataFrame) -> pl.DataFrame:
     """Per (source, pid) with kernel launches or GPU activity: :data:`COVERAGE_COLUMNS`."""
     activity = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)).select(
-        pl.col("source").cast(pl.String), "pid", "correlation", "start_ns"
+        pl.col("source").cast(pl.String), "pid", "start_ns"
     )
-    calls = events.filter(
+    is_call = (
         (pl.col("kind") == "cuda_api")
         & pl.col("correlation").is_not_null()
-        & pl.col("name").cast(pl.String).str.contains(KERNEL_LAUNCH_PATTERN)
-    ).select(pl.col("source").cast(pl.String), "pid", "correlation", "start_ns")
+        & pl.col("name").cast(pl.String).is_in(matching(events.get_column("name"), KERNEL_LAUNCH_PATTERN).implode())
+    )
+    call_rows = rows_where(events, is_call)
+    calls = events.select(pl.col("source").cast(pl.String), "pid", "start_ns")[call_rows]
     last = activity.group_by("source", "pid").agg(
         pl.len().cast(pl.Int64).alias("activities"), pl.col("start_ns").max().alias("last_ns")
     )
     unrecorded = (
-        calls.join(activity.select(_KEY).unique(), on=_KEY, how="anti", nulls_equal=False)
+        calls.filter(pl.Series(~launch_link(events).with_activity(call_rows)))
         .join(last, on=["source", "pid"], how="left")
         .filter(pl.col("last_ns").is_null() | (pl.col("start_ns") <= pl.col("last_ns")))
         .group_by("source", "pid")

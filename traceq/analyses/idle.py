@@ -27,7 +27,8 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq.analyses.memo import per_frame
+from traceq.analyses.asof import join_asof_by
+from traceq.analyses.launch_link import NONE, LaunchLink, gathered
 
 LAUNCH_LATENCY_CAP_NS: Final = 50_000
 """A delay from a launch's return to its kernel's start above this is no launch latency."""
@@ -75,14 +76,14 @@ def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataF
     (``prev_correlation``) and the interval's ``kind``: ``leading`` (no activity ends where it
     begins), ``trailing`` (none starts where it ends), else ``between``.  ``activity`` has dev,
     source, pid, name, kind, stream, correlation, start_ns, end_ns."""
-    ranked = activity.select("dev", "start_ns", "end_ns", "correlation").with_row_index("_row")
+    ranked = activity.select("dev", "start_ns", "end_ns", "correlation", "call").with_row_index("_row")
     first_at = (
         ranked.filter(pl.col("start_ns").is_in(intervals.get_column("end_ns").unique().implode()))
         .sort("dev", "start_ns", "correlation", nulls_last=True, maintain_order=True)
         .unique(subset=["dev", "start_ns"], keep="first", maintain_order=True)
     )
     nxt = activity.select(
-        pl.col("source", "pid", "name", "kind", "stream", "correlation", "start_ns", "end_ns").gather(
+        pl.col("source", "pid", "name", "kind", "stream", "correlation", "start_ns", "end_ns", "call").gather(
             first_at.get_column("_row")
         )
     ).select(
@@ -96,6 +97,7 @@ def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataF
         pl.col("correlation").alias("next_correlation"),
         pl.col("start_ns").alias("next_start_ns"),
         pl.col("end_ns").alias("next_end_ns"),
+        pl.col("call").alias("next_call"),
     )
     last_at = (
         ranked.filter(pl.col("end_ns").is_in(intervals.get_column("start_ns").unique().implode()))
@@ -105,6 +107,7 @@ def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataF
             "dev",
             pl.col("end_ns").alias("start_ns"),
             pl.col("correlation").alias("prev_correlation"),
+            pl.col("call").alias("prev_call"),
             pl.lit(True).alias("_has_prev"),
         )
     )
@@ -136,53 +139,19 @@ def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataF
     )
 
 
-def launch_calls(cpu: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
-    """The launching call of each (source, pid, correlation) of ``wanted``: the earliest API call with
-    that correlation id (of two that start together, the first in ``cpu``'s order).  Columns:
-    source, pid, correlation, name, start_ns, end_ns, tid, external_id; by start (stable)."""
-    # (a semi join keeps each left row once, however often ``wanted`` names it: no unique() needed)
-    return first_calls(cpu).join(
-        wanted, on=["source", "pid", "correlation"], how="semi", nulls_equal=False, maintain_order="left"
-    )
-
-
-@per_frame
-def first_calls(cpu: pl.DataFrame) -> pl.DataFrame:
-    """The earliest API call of every (source, pid, correlation) of :func:`cpu_rows` ``cpu``, as
-    :func:`launch_calls` returns them (computed once per CPU frame: three analyses ask)."""
-    return (
-        cpu.filter((pl.col("kind") == "cuda_api") & pl.col("correlation").is_not_null())
-        .select(
-            "source", "pid", "correlation", pl.col("name").cast(pl.String), "start_ns", "end_ns", "tid", "external_id"
-        )
-        .sort("start_ns", maintain_order=True)
-        .unique(subset=["source", "pid", "correlation"], keep="first", maintain_order=True)
-    )
-
-
 def with_launches(frame: pl.DataFrame, cpu: pl.DataFrame) -> pl.DataFrame:
     """``frame`` (from :func:`with_neighbours`) plus ``launch_*`` (A's launch: name, start_ns, end_ns,
     tid, correlation, external_id), ``prev_launch_tid`` and ``thread`` (T: the launch's thread, else
     the preceding activity's launch's)."""
-    wanted = pl.concat(
-        [
-            frame.select("source", "pid", pl.col("next_correlation").alias("correlation")),
-            frame.select("source", "pid", pl.col("prev_correlation").alias("correlation")),
-        ]
-    ).drop_nulls()
-    calls = launch_calls(cpu, wanted)
-    nxt = calls.select(
-        "source",
-        "pid",
-        pl.col("correlation").alias("next_correlation"),
-        *(pl.col(c).alias(f"launch_{c}") for c in ("name", "start_ns", "end_ns", "tid", "external_id")),
-    )
-    prev = calls.select(
-        "source", "pid", pl.col("correlation").alias("prev_correlation"), pl.col("tid").alias("_prev_tid")
-    )
+    nxt = cpu.select(
+        *(
+            pl.col(c).gather(frame.get_column("next_call")).alias(f"launch_{c}")
+            for c in ("name", "start_ns", "end_ns", "tid", "external_id")
+        ),
+        pl.col("tid").gather(frame.get_column("prev_call")).alias("_prev_tid"),
+    ).with_columns(pl.col("launch_name").cast(pl.String))
     return (
-        frame.join(nxt, on=["source", "pid", "next_correlation"], how="left", nulls_equal=False)
-        .join(prev, on=["source", "pid", "prev_correlation"], how="left", nulls_equal=False)
+        pl.concat([frame, nxt], how="horizontal")
         .with_columns(
             pl.when(pl.col("launch_name").is_not_null()).then(pl.col("next_correlation")).alias("launch_correlation"),
             # A's launching thread; where A has no launch recorded (or there is no A), the thread
@@ -228,7 +197,8 @@ def with_enclosing_ops(frame: pl.DataFrame, cpu: pl.DataFrame, step_names: pl.Se
     with_l = frame.with_row_index("_order")
     linked = with_l.join(by_id, on=["source", "pid", "launch_external_id"], how="left", nulls_equal=False)
     keyed = linked.filter(pl.col("launch_start_ns").is_not_null()).sort("launch_start_ns")
-    found = keyed.join_asof(
+    found = join_asof_by(
+        keyed,
         near,
         left_on="launch_start_ns",
         right_on="_as",
@@ -268,18 +238,26 @@ def with_draining_syncs(frame: pl.DataFrame, syncs: pl.DataFrame, launches_by_de
     ).sort("_key", "sync_end_ns")
     left = frame.with_row_index("_order")
     with_l = left.filter(pl.col("launch_start_ns").is_not_null()).with_columns((pl.col("start_ns") - 1).alias("_key"))
-    matched = with_l.sort("_key").join_asof(
-        right, on="_key", by=["source", "pid", "thread"], strategy="backward", check_sortedness=False
+    matched = join_asof_by(
+        with_l.sort("_key"),
+        right,
+        on="_key",
+        by=["source", "pid", "thread"],
+        strategy="backward",
+        check_sortedness=False,
     )
     prev = (
         launches_by_dev.select("dev", "source", "pid", pl.col("tid").alias("thread"), pl.col("start_ns").alias("_key"))
         .with_columns(pl.col("_key").alias("_prev_start"))
         .sort("_key")
     )
-    matched = (
-        matched.with_columns((pl.col("launch_start_ns") - 1).alias("_key"))
-        .sort("_key")
-        .join_asof(prev, on="_key", by=["dev", "source", "pid", "thread"], strategy="backward", check_sortedness=False)
+    matched = join_asof_by(
+        matched.with_columns((pl.col("launch_start_ns") - 1).alias("_key")).sort("_key"),
+        prev,
+        on="_key",
+        by=["dev", "source", "pid", "thread"],
+        strategy="backward",
+        check_sortedness=False,
     )
     drains = (
         pl.col("sync_name").is_not_null()
@@ -306,24 +284,37 @@ def _blocked_syncs(left: pl.DataFrame, syncs: pl.DataFrame) -> pl.DataFrame:
         *(pl.col(c).alias(f"blocked_{c}") for c in ("name", "start_ns", "end_ns", "tid", "correlation")),
     ).sort("_key")
     keyed = left.filter(pl.col("thread").is_not_null()).with_columns((pl.col("end_ns") - 1).alias("_key")).sort("_key")
-    found = keyed.join_asof(
-        right, on="_key", by=["source", "pid", "thread"], strategy="backward", check_sortedness=False
+    found = join_asof_by(
+        keyed, right, on="_key", by=["source", "pid", "thread"], strategy="backward", check_sortedness=False
     )
     cols = [f"blocked_{c}" for c in ("name", "start_ns", "end_ns", "tid", "correlation")]
     overlaps = pl.col("blocked_end_ns") > pl.col("start_ns")
     return found.select("_order", *(pl.when(overlaps).then(pl.col(c)).alias(c) for c in cols))
 
 
-def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame) -> pl.DataFrame:
+def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame, link: LaunchLink) -> pl.DataFrame:
     """Every API call that launched work on a device: dev, source, pid, tid, name, start_ns, end_ns,
-    correlation (one row per call and device)."""
-    one_source = cpu.get_column("source").n_unique() <= 1  # then (pid, correlation) is the key: no strings
-    key = ["pid", "correlation"] if one_source else ["source", "pid", "correlation"]
-    source = [] if one_source else [pl.col("source").cast(pl.String)]
-    work = activity.select("dev", *source, "pid", "correlation").drop_nulls().unique(subset=["dev", *key])
-    api = cpu.filter(pl.col("kind") == "cuda_api").select(
-        "source", "pid", "correlation", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns"
-    )
-    return api.join(work.select("dev", *key), on=key, how="inner").select(
-        "dev", "source", "pid", "tid", "name", "start_ns", "end_ns", "correlation"
+    correlation (one row per call and device, in ``cpu`` order).  ``cpu``: :func:`cpu_rows` of the
+    table ``link`` was made of; ``activity``: dev and ``slot`` (its launch key's)."""
+    slot = activity.get_column("slot").to_numpy()
+    dev = activity.get_column("dev").to_numpy().astype(np.int64)
+    api = np.flatnonzero((cpu.get_column("kind") == "cuda_api").to_numpy())
+    api_slot = link.cpu_slot[api].astype(np.int64)
+    keyed = api_slot >= 0
+    columns = ("source", "pid", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns", "correlation")
+    dev_of = np.full(len(link.first_call), NONE, np.int64)
+    on = slot >= 0
+    dev_of[slot[on]] = dev[on]
+    if np.array_equal(dev_of[slot[on]], dev[on]):  # one device per key: a lookup
+        found = np.full(len(api), NONE, np.int64)
+        found[keyed] = dev_of[api_slot[keyed]]
+        calls = api[found >= 0]
+        return gathered(cpu, calls, *columns).select(pl.Series("dev", found[found >= 0], dtype=pl.UInt32), pl.all())
+    work = pl.DataFrame({"dev": dev[on], "slot": slot[on]}).unique()
+    calls_frame = gathered(cpu, api[keyed], *columns).with_columns(pl.Series("slot", api_slot[keyed]))
+    return (
+        calls_frame.with_row_index("_order")
+        .join(work, on="slot", how="inner")
+        .sort("_order", "dev")
+        .select(pl.col("dev").cast(pl.UInt32), *columns[:3], "name", "start_ns", "end_ns", "correlation")
     )

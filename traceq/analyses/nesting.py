@@ -22,6 +22,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from traceq.analyses.asof import integer_groups, join_asof_by
+
 _IDX = "_range"
 
 
@@ -29,6 +31,7 @@ def prepared(ranges: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
     """``ranges`` (``by`` columns, start_ns, end_ns, ...) without zero-length rows, with a dense
     ``_range`` index (UInt32, its position in the result) and its ``_depth`` (UInt32) among the
     ranges of its ``by`` group; sorted by ``by``, start_ns, end_ns descending, original position."""
+    (ranges,), by, codes = integer_groups([ranges], by)
     keyed = (
         ranges.filter(pl.col("end_ns") > pl.col("start_ns"))
         .with_row_index("_pos")
@@ -39,7 +42,9 @@ def prepared(ranges: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
     k = pl.int_range(pl.len()).over(by) if by else pl.int_range(pl.len())
     ended = _count_ended(keyed, keyed.select(*by, _IDX, pl.col("start_ns").alias("_t")), by)
     depth = keyed.with_columns(k.alias("_k")).join(ended, on=_IDX, how="left")
-    return depth.with_columns((pl.col("_k") - pl.col("_ended")).cast(pl.UInt32).alias("_depth")).drop("_k", "_ended")
+    return depth.with_columns((pl.col("_k") - pl.col("_ended")).cast(pl.UInt32).alias("_depth")).drop(
+        "_k", "_ended", *codes
+    )
 
 
 def _count_ended(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
@@ -58,9 +63,7 @@ def _count_at_or_before(
         .with_columns((pl.int_range(pl.len()).over(by) if by else pl.int_range(pl.len())).alias("_n") + 1)
         .unique(subset=[*by, "_t"], keep="last", maintain_order=True)
     )
-    found = points.sort("_t").join_asof(
-        table, on="_t", by=list(by) or None, strategy="backward", check_sortedness=False
-    )
+    found = join_asof_by(points.sort("_t"), table, on="_t", by=by, strategy="backward", check_sortedness=False)
     return found.select(*ident, pl.col("_n").fill_null(0).cast(pl.Int64).alias(alias))
 
 
@@ -69,6 +72,7 @@ def innermost_at(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) 
     of the innermost range of :func:`prepared` ``ranges`` open at ``_t`` (null where none is).
 
     Columns: _point, _range; one row per point."""
+    (ranges, points), by, _ = integer_groups([ranges, points], by)
     pts = points.select(*by, "_point", "_t")
     started = _count_at_or_before(ranges, "start_ns", pts, by, "_started")
     ended = _count_ended(ranges, pts, by)
@@ -79,11 +83,9 @@ def innermost_at(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) 
     )
     open_ = depth.filter(pl.col("_want") >= 0).with_columns(pl.col("_want").cast(pl.UInt32).alias("_depth"))
     right = ranges.select(*by, "_depth", pl.col("start_ns").alias("_t"), _IDX, "end_ns").sort("_t")
-    found = (
-        open_.sort("_t")
-        .join_asof(right, on="_t", by=[*by, "_depth"], strategy="backward", check_sortedness=False)
-        .with_columns(pl.when(pl.col("end_ns") > pl.col("_t")).then(pl.col(_IDX)).alias(_IDX))
-    )
+    found = join_asof_by(
+        open_.sort("_t"), right, on="_t", by=[*by, "_depth"], strategy="backward", check_sortedness=False
+    ).with_columns(pl.when(pl.col("end_ns") > pl.col("_t")).then(pl.col(_IDX)).alias(_IDX))
     failed = found.filter(pl.col(_IDX).is_null()).select(*by, "_point", "_t")
     answered = found.filter(pl.col(_IDX).is_not_null()).select("_point", _IDX)
     if failed.height:
@@ -94,7 +96,8 @@ def innermost_at(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) 
 def _latest_containing(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
     """The latest-starting range of each point's group that contains it (the points the depth rule
     could not answer: improperly nested ranges; few)."""
-    joined = points.join(ranges.select(*by, _IDX, "start_ns", "end_ns"), on=list(by), how="inner")
+    right = ranges.select(*by, _IDX, "start_ns", "end_ns")
+    joined = points.join(right, on=list(by), how="inner") if by else points.join(right, how="cross")
     inside = joined.filter((pl.col("start_ns") <= pl.col("_t")) & (pl.col("_t") < pl.col("end_ns")))
     best = inside.sort("start_ns", _IDX).group_by("_point").agg(pl.col(_IDX).last())
     return best.select("_point", pl.col(_IDX).cast(pl.UInt32))
@@ -129,15 +132,14 @@ def innermost_parent(ranges: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
     """Per range of :func:`prepared` ``ranges``, the innermost other range around it (``_parent``,
     null at the top): the latest-starting range one level up that started by its start and
     contains it.  Columns: _range, _parent."""
+    (ranges,), by, _ = integer_groups([ranges], by)
     inner = ranges.filter(pl.col("_depth") > 0).select(
         *by, _IDX, (pl.col("_depth") - 1).cast(pl.UInt32).alias("_depth"), pl.col("start_ns").alias("_t"), "end_ns"
     )
     right = ranges.select(
         *by, "_depth", pl.col("start_ns").alias("_t"), pl.col(_IDX).alias("_parent"), pl.col("end_ns").alias("_pe")
     ).sort("_t")
-    found = (
-        inner.sort("_t")
-        .join_asof(right, on="_t", by=[*by, "_depth"], strategy="backward", check_sortedness=False)
-        .with_columns(pl.when(pl.col("_pe") >= pl.col("end_ns")).then(pl.col("_parent")).alias("_parent"))
-    )
+    found = join_asof_by(
+        inner.sort("_t"), right, on="_t", by=[*by, "_depth"], strategy="backward", check_sortedness=False
+    ).with_columns(pl.when(pl.col("_pe") >= pl.col("end_ns")).then(pl.col("_parent")).alias("_parent"))
     return ranges.select(_IDX).join(found.select(_IDX, "_parent"), on=_IDX, how="left")

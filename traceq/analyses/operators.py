@@ -30,7 +30,7 @@ import polars as pl
 
 from traceq import schema
 from traceq.analyses.host_state import cpu_rows, matching
-from traceq.analyses.idle import launch_calls
+from traceq.analyses.launch_link import as_index, distinct_calls, launch_link, rows_where
 from traceq.analyses.memo import per_frame
 from traceq.analyses.model import OperatorStat
 from traceq.analyses.nesting import innermost_at, paths, prepared
@@ -109,10 +109,12 @@ class _Hint:
 
 @per_frame
 def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) -> pl.DataFrame:
+    on_gpu = pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null()
+    rows = rows_where(events, on_gpu)
     activity = (
         events.lazy()
         .with_row_index("row")
-        .filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null())
+        .filter(on_gpu)
         .select(
             "row",
             pl.col("source").cast(pl.String),
@@ -129,23 +131,26 @@ def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) ->
         .collect()
     )
     cpu = cpu_rows(events) if hint.value is None else hint.value
-    calls = launch_calls(cpu, activity.select("source", "pid", "correlation").drop_nulls()).select(
+    launched, points = distinct_calls(
+        cpu,
+        launch_link(events).calls_of(rows),
         "source",
         "pid",
-        "correlation",
-        pl.col("name").alias("launch_name"),
+        pl.col("name").cast(pl.String).alias("launch_name"),
         pl.col("tid").alias("launch_tid"),
         pl.col("start_ns").alias("launch_start_ns"),
         pl.col("external_id").alias("_ext"),
     )
-    launched = calls.with_row_index("_point")
     ops = _operator_ranges(cpu, step_pattern)
     op_of_call = _operators_of_calls(ops, launched)
     modules = _module_paths(cpu, launched)
-    per_call = launched.join(op_of_call, on="_point", how="left").join(modules, on="_point", how="left")
-    out = activity.join(
-        per_call.drop("_point", "_ext"), on=["source", "pid", "correlation"], how="left", maintain_order="left"
+    per_call = (
+        launched.join(op_of_call, on="_point", how="left")
+        .join(modules, on="_point", how="left")
+        .sort("_point")
+        .drop("_point", "_ext", "source", "pid")
     )
+    out = pl.concat([activity, per_call.select(pl.all().gather(as_index(points)))], how="horizontal")
     return out.select(ACTIVITY_OPERATOR_COLUMNS)
 
 

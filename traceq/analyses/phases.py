@@ -30,7 +30,7 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.host_state import matching
-from traceq.analyses.idle import launch_calls
+from traceq.analyses.launch_link import NONE, as_index, distinct_calls
 from traceq.analyses.model import CAUSES, PhaseBreakdown
 from traceq.analyses.nesting import innermost_at, prepared
 from traceq.analyses.operators import DEFAULT_MODULE_PATTERN, OPERATOR_RANGE_PATTERN
@@ -89,20 +89,14 @@ def phase_ranges(cpu: pl.DataFrame, step_pattern: str, patterns: Sequence[str] =
 
 
 def activity_phases(cpu: pl.DataFrame, activity: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
-    """Per row of ``activity`` (source, pid, correlation), the ``key`` of the innermost phase range
-    open on its launching thread at its launch's start; :data:`_NONE` (−1) without one."""
-    wanted = activity.select(pl.col("source").cast(pl.String), "pid", "correlation").drop_nulls()
-    calls = launch_calls(cpu, wanted).with_row_index("_point")
-    points = calls.select("source", "pid", "tid", "_point", pl.col("start_ns").alias("_t"))
-    found = innermost_at(ranges, points, _THREAD).join(ranges.select("_range", "key"), on="_range", how="left")
-    per_call = calls.select("source", "pid", "correlation", "_point").join(found, on="_point", how="left")
-    out = activity.select(pl.col("source").cast(pl.String), "pid", "correlation").join(
-        per_call.select("source", "pid", "correlation", "key"),
-        on=["source", "pid", "correlation"],
-        how="left",
-        maintain_order="left",
-    )
-    return out.get_column("key").fill_null(_NONE)
+    """Per row of ``activity`` (``call``: its launching call's position in ``cpu``, null without
+    one), the ``key`` of the innermost phase range open on its launching thread at its launch's
+    start; :data:`_NONE` (−1) without one."""
+    launching = activity.get_column("call").fill_null(NONE).to_numpy()
+    calls, points = distinct_calls(cpu, launching, "source", "pid", "tid", pl.col("start_ns").alias("_t"))
+    found = innermost_at(ranges, calls, _THREAD).join(ranges.select("_range", "key"), on="_range", how="left")
+    per_call = calls.select("_point").join(found.select("_point", "key"), on="_point", how="left").sort("_point")
+    return per_call.get_column("key").gather(as_index(points)).fill_null(_NONE).rename("key")
 
 
 def phase_table(

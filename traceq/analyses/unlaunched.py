@@ -15,8 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceq import schema
-
-_KEY = ["source", "pid", "correlation"]
+from traceq.analyses.launch_link import launch_link, rows_where
 
 
 def unlaunched_activity(events: pl.DataFrame) -> pl.DataFrame:
@@ -24,15 +23,9 @@ def unlaunched_activity(events: pl.DataFrame) -> pl.DataFrame:
 
     Columns: source (String), pid, device, kind (String), in event order.
     """
-    activity = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)).select(
-        pl.col("source").cast(pl.String), "pid", "device", pl.col("kind").cast(pl.String), "correlation"
-    )
-    calls = (
-        events.filter((pl.col("kind") == "cuda_api") & pl.col("correlation").is_not_null())
-        .select(pl.col("source").cast(pl.String), "pid", "correlation")
-        .unique()
-    )
-    return activity.join(calls, on=_KEY, how="anti", nulls_equal=False, maintain_order="left").drop("correlation")
+    rows = rows_where(events, pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS))
+    missing = rows[~launch_link(events).launched(rows)]
+    return events.select(pl.col("source").cast(pl.String), "pid", "device", pl.col("kind").cast(pl.String))[missing]
 
 
 def launch_coverage(events: pl.DataFrame) -> pl.DataFrame:

@@ -1,0 +1,236 @@
+"""Which API call launched each GPU activity: the launch link, computed once per event table.
+
+A GPU activity (kernel, memcpy, memset) and the ``cuda_api`` calls of its process that carry its
+correlation id share a **launch key**, (source, pid, correlation) (``docs/analyses.md``, "Idle time
+by cause": L, the launching call; :mod:`traceq.analyses.unlaunched`).  Rows without a pid or a
+correlation id have no key and match nothing, as in a join whose nulls are unequal.  The
+**launching call** of an activity is the earliest call of its key that
+:func:`~traceq.analyses.host_state.cpu_rows` holds (the call rows with a thread); of two that start
+together, the first in table order.
+
+Several analyses pair every activity with its call (the operators, the phases, the idle intervals'
+launches, the calls that launched work on a device, the unlaunched work, the unrecorded
+launches).  On a 20 M-row table a three-column join (one a String) costs seconds each, so the key is
+turned into one dense integer, the key's **slot**, once per table (:func:`launch_link`), and those
+analyses look their answers up by slot.  Slots are dense where correlation ids are (every profiler
+this project reads numbers them from a counter per process): ``base(source, pid) + correlation −
+min``; a table whose ids are sparse gets slots from a sort instead, with the same answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import polars as pl
+
+from traceq import schema
+from traceq.analyses.host_state import CPU_KINDS
+from traceq.analyses.memo import per_frame
+
+NONE: Final = -1
+"""The slot of a row without a launch key, and the call of an activity without a launching call."""
+
+_DENSE_FACTOR: Final = 4
+"""Slots by offset while the slot space is at most this many times the keyed rows (plus a little);
+beyond that, by sort."""
+_MAX_GROUPS: Final = 1 << 22
+"""At most this many (source, pid) groups (sources × distinct pids) for the offset slots."""
+
+Index = np.ndarray[Any, np.dtype[np.int64]]
+Mask = np.ndarray[Any, np.dtype[np.bool_]]
+Slots = np.ndarray[Any, np.dtype[np.signedinteger[Any]]]
+"""Slots per row: Int32 while they fit (the per-row array of a 20 M-row table is 80 MB), else Int64."""
+
+
+@dataclass(frozen=True)
+class LaunchLink:
+    """The launch keys of an event table.
+
+    ``slot``: per row of the table, its key's slot (:data:`NONE` for a row that is neither a
+    ``cuda_api`` call nor GPU activity, or has no pid or correlation); ``first_call``: per slot, the
+    position in :func:`~traceq.analyses.host_state.cpu_rows` of the key's launching call
+    (:data:`NONE`: none); ``has_call``: per slot, whether any ``cuda_api`` row has the key (with a
+    thread or not); ``has_activity``: per slot, whether any GPU activity row has it (on a device or
+    not); ``cpu_slot``: per row of ``cpu_rows``, its slot."""
+
+    slot: Slots
+    cpu_slot: Slots
+    first_call: Index
+    has_call: Mask
+    has_activity: Mask
+
+    def calls_of(self, rows: Index) -> Index:
+        """The launching call (its position in ``cpu_rows``) of each table row of ``rows``;
+        :data:`NONE` where it has none."""
+        slots = self.slot[rows]
+        keyed = slots >= 0
+        out = np.full(len(rows), NONE, np.int64)
+        out[keyed] = self.first_call[slots[keyed]]
+        return out
+
+    def launched(self, rows: Index) -> Mask:
+        """Whether each table row of ``rows`` has a ``cuda_api`` call with its key."""
+        slots = self.slot[rows]
+        keyed = slots >= 0
+        out = np.zeros(len(rows), np.bool_)
+        out[keyed] = self.has_call[slots[keyed]]
+        return out
+
+    def with_activity(self, rows: Index) -> Mask:
+        """Whether each table row of ``rows`` has GPU activity with its key."""
+        slots = self.slot[rows]
+        keyed = slots >= 0
+        out = np.zeros(len(rows), np.bool_)
+        out[keyed] = self.has_activity[slots[keyed]]
+        return out
+
+
+def rows_where(events: pl.DataFrame, keep: pl.Expr) -> Index:
+    """The table rows (positions) that ``keep`` selects, in table order: the rows a
+    ``filter(keep)`` of ``events`` returns."""
+    mask = events.select(keep.fill_null(False)).to_series().to_numpy()
+    return np.flatnonzero(mask).astype(np.int64)
+
+
+def as_index(values: Index) -> pl.Series:
+    """Positions (:data:`NONE` for none) as an Int64 Series with nulls, for ``gather``."""
+    series = pl.Series("", values, dtype=pl.Int64)
+    return pl.select(pl.when(series >= 0).then(series)).to_series()
+
+
+def distinct_calls(cpu: pl.DataFrame, calls: Index, *columns: str | pl.Expr) -> tuple[pl.DataFrame, Index]:
+    """The distinct launching calls among ``calls`` (positions in ``cpu``; :data:`NONE` for none).
+
+    Returns their rows of ``cpu`` (``columns``, in ``cpu`` order) with ``_point`` (UInt32: the
+    row's place), and the point of each entry of ``calls`` (:data:`NONE` for none)."""
+    valid = calls >= 0
+    mask = np.zeros(cpu.height, np.bool_)
+    mask[calls[valid]] = True
+    positions = np.flatnonzero(mask)
+    point_of = np.full(cpu.height, NONE, np.int64)
+    point_of[positions] = np.arange(len(positions))
+    points = np.full(len(calls), NONE, np.int64)
+    points[valid] = point_of[calls[valid]]
+    return gathered(cpu, positions, *columns).with_row_index("_point"), points
+
+
+def gathered(frame: pl.DataFrame, positions: Index, *columns: str | pl.Expr) -> pl.DataFrame:
+    """``frame.select(*columns)`` of the rows at ``positions``: the rows are taken first, so a cast
+    or a rename costs per row taken, not per row of ``frame``."""
+    names = list(dict.fromkeys(n for c in columns for n in ([c] if isinstance(c, str) else c.meta.root_names())))
+    return frame.select(names)[positions].select(*columns)
+
+
+@per_frame
+def launch_link(events: pl.DataFrame) -> LaunchLink:
+    """The :class:`LaunchLink` of ``events`` (computed once per table)."""
+    in_cpu = pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null()
+    is_api = pl.col("kind") == "cuda_api"
+    has_key = pl.col("pid").is_not_null() & pl.col("correlation").is_not_null()
+    # One pass: the keyed rows (calls and GPU activity with a pid and an id), with their place in
+    # the table and, for those cpu_rows holds, in cpu_rows.
+    keys = (
+        events.lazy()
+        .with_row_index("row")
+        .with_columns(in_cpu.alias("_cpu"))
+        .with_columns((pl.col("_cpu").cast(pl.Int64).cum_sum() - 1).alias("_cpu_pos"))
+        .filter((is_api | pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)) & has_key)
+        .select(
+            "row",
+            pl.col("source").to_physical().cast(pl.Int64),
+            "pid",
+            "correlation",
+            "start_ns",
+            is_api.alias("_api"),
+            (is_api & pl.col("_cpu")).alias("_calling"),
+            "_cpu_pos",
+        )
+        .collect()
+    )
+    n_cpu = int(events.select(in_cpu.sum()).item())
+
+    def column(name: str) -> np.ndarray[Any, Any]:
+        return keys.get_column(name).to_numpy()
+
+    source = column("source")
+    slots_of_keyed, n_slots = _slots(source, column("pid"), column("correlation"))
+    kind = np.int64 if n_slots >= 1 << 31 else np.int32
+    slot: Slots = np.full(events.height, NONE, kind)
+    keyed_rows = column("row")
+    slot[keyed_rows] = slots_of_keyed
+
+    api = column("_api")
+    has_call = np.zeros(n_slots, np.bool_)
+    has_call[slots_of_keyed[api]] = True
+    has_activity = np.zeros(n_slots, np.bool_)
+    has_activity[slots_of_keyed[~api]] = True
+
+    calling = column("_calling")
+    cpu_position = column("_cpu_pos")[calling]
+    cpu_slot: Slots = np.full(n_cpu, NONE, kind)
+    cpu_slot[cpu_position] = slots_of_keyed[calling]
+
+    # The launching call: of the key's calls that cpu_rows holds, the earliest (ties: table order).
+    call_slots = slots_of_keyed[calling]
+    call_source = source[calling]
+    call_start = column("start_ns")[calling]
+    in_order = bool(
+        np.all(
+            (call_source[1:] > call_source[:-1])
+            | ((call_source[1:] == call_source[:-1]) & (call_start[1:] >= call_start[:-1]))
+        )
+    )
+    n_calls = len(call_slots)
+    earliest = np.full(n_slots, n_calls, np.int64)
+    if in_order:  # (the table's order: by source, then start) the earliest is the first
+        np.minimum.at(earliest, call_slots, np.arange(n_calls))
+        by_rank = cpu_position
+    else:
+        order = np.argsort(call_start, kind="stable")
+        rank = np.empty(n_calls, np.int64)
+        rank[order] = np.arange(n_calls)
+        np.minimum.at(earliest, call_slots, rank)
+        by_rank = cpu_position[order]
+    found = earliest < n_calls
+    first_call = np.full(n_slots, NONE, np.int64)
+    first_call[found] = by_rank[earliest[found]]
+    return LaunchLink(slot=slot, cpu_slot=cpu_slot, first_call=first_call, has_call=has_call, has_activity=has_activity)
+
+
+def _slots(source: Index, pid: Index, correlation: Index) -> tuple[Index, int]:
+    """A dense integer per distinct (source, pid, correlation), and how many there can be."""
+    n = len(correlation)
+    if n == 0:
+        return np.zeros(0, np.int64), 0
+    pids = np.sort(pl.Series(pid).unique().to_numpy())
+    if len(pids) == 1 and source.min() == source.max():  # one process (a one-rank part): the id is the key
+        first, last = int(correlation.min()), int(correlation.max())
+        if last - first < _DENSE_FACTOR * n + 65_536:
+            return correlation - first, last - first + 1
+    group = source * len(pids) + np.searchsorted(pids, pid)
+    n_groups = (int(source.max()) + 1) * len(pids)
+    if n_groups <= _MAX_GROUPS:
+        low = np.full(n_groups, np.iinfo(np.int64).max, np.int64)
+        high = np.full(n_groups, np.iinfo(np.int64).min, np.int64)
+        np.minimum.at(low, group, correlation)
+        np.maximum.at(high, group, correlation)
+        present = low <= high
+        wide = present & (high.astype(np.float64) - low.astype(np.float64) >= float(n * _DENSE_FACTOR + 65_536))
+        span = np.where(present & ~wide, high - low + 1, 0)
+        total = int(span.sum())
+        if not wide.any() and total <= _DENSE_FACTOR * n + 65_536:
+            base = np.cumsum(span) - span
+            return base[group] + correlation - low[group], total
+    order = np.lexsort((correlation, group))
+    g, c = group[order], correlation[order]
+    new = np.ones(n, np.bool_)
+    new[1:] = (g[1:] != g[:-1]) | (c[1:] != c[:-1])
+    ids = np.cumsum(new) - 1
+    out = np.empty(n, np.int64)
+    out[order] = ids
+    return out, int(ids[-1]) + 1
+
+
+__all__ = ["NONE", "LaunchLink", "as_index", "distinct_calls", "gathered", "launch_link", "rows_where"]
