@@ -31,6 +31,7 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
+from traceq.analyses.asof import integer_groups
 from traceq.analyses.host_state import HostState, ThreadKey, host_state, sync_calls
 from traceq.analyses.idle import (
     idle_intervals,
@@ -117,12 +118,10 @@ def _device_causes(rows: pl.DataFrame, state: HostState, latency_ns: int) -> dic
     found: dict[str, list[iv.Intervals]] = {c: [] for c in CAUSES}
     without = rows.filter(pl.col("thread").is_null())
     found["unknown"].append(iv.Intervals.from_frame(without))
-    for (source, pid, tid), group in (
-        rows.filter(pl.col("thread").is_not_null())
-        .partition_by(["source", "pid", "thread"], as_dict=True, maintain_order=True)
-        .items()
-    ):
-        key: ThreadKey = (str(source), None if pid is None else int(pid), int(tid))
+    (threaded,), by, _ = integer_groups([rows.filter(pl.col("thread").is_not_null())], ["source", "pid", "thread"])
+    for group in threaded.partition_by(by, maintain_order=True) if threaded.height else []:
+        pid = group.item(0, "pid")
+        key: ThreadKey = (str(group.item(0, "source")), None if pid is None else int(pid), int(group.item(0, "thread")))
         thread = state.threads[key]
         left = iv.Intervals.from_frame(group)  # disjoint and sorted: one device's idle intervals
         a = group.get_column("start_ns").to_numpy()

@@ -31,7 +31,7 @@ import polars as pl
 
 from traceq import schema
 from traceq.analyses.host_state import matching
-from traceq.analyses.launch_link import launch_link, rows_where
+from traceq.analyses.launch_link import gathered, launch_link, rows_where
 from traceq.analyses.model import DataCaveat, DeviceBreakdown, Finding, WithheldFinding
 from traceq.stats import ImportStats
 from traceq.units import device_label, pct
@@ -57,19 +57,21 @@ CoverageRow = tuple[str, int | None, int, int, int]
 
 def work_coverage(events: pl.DataFrame) -> pl.DataFrame:
     """Per (source, pid) with kernel launches or GPU activity: :data:`COVERAGE_COLUMNS`."""
-    activity = events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)).select(
-        pl.col("source").cast(pl.String), "pid", "start_ns"
+    # (grouped by the Categorical source, which is cheap per row; the few result rows get Strings)
+    last = (
+        events.lazy()
+        .filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS))
+        .group_by("source", "pid")
+        .agg(pl.len().cast(pl.Int64).alias("activities"), pl.col("start_ns").max().alias("last_ns"))
+        .collect()
     )
     is_call = (
         (pl.col("kind") == "cuda_api")
         & pl.col("correlation").is_not_null()
-        & pl.col("name").cast(pl.String).is_in(matching(events.get_column("name"), KERNEL_LAUNCH_PATTERN).implode())
+        & pl.col("name").is_in(matching(events.get_column("name"), KERNEL_LAUNCH_PATTERN).implode())
     )
     call_rows = rows_where(events, is_call)
-    calls = events.select(pl.col("source").cast(pl.String), "pid", "start_ns")[call_rows]
-    last = activity.group_by("source", "pid").agg(
-        pl.len().cast(pl.Int64).alias("activities"), pl.col("start_ns").max().alias("last_ns")
-    )
+    calls = gathered(events, call_rows, "source", "pid", "start_ns")
     unrecorded = (
         calls.filter(pl.Series(~launch_link(events).with_activity(call_rows)))
         .join(last, on=["source", "pid"], how="left")
@@ -82,7 +84,7 @@ def work_coverage(events: pl.DataFrame) -> pl.DataFrame:
         last.drop("last_ns")
         .join(launches, on=["source", "pid"], how="full", coalesce=True)
         .join(unrecorded, on=["source", "pid"], how="left")
-        .with_columns(pl.col("activities", "launches", "unrecorded").fill_null(0))
+        .with_columns(pl.col("activities", "launches", "unrecorded").fill_null(0), pl.col("source").cast(pl.String))
         .select(COVERAGE_COLUMNS)
         .sort("source", "pid")
     )

@@ -25,6 +25,7 @@ from typing import Final
 import polars as pl
 
 from traceq import intervals as iv
+from traceq.analyses.asof import integer_groups
 from traceq.analyses.memo import per_frame
 from traceq.analyses.steps import compile_step_pattern
 
@@ -127,7 +128,7 @@ def sync_calls(cpu: pl.DataFrame) -> pl.DataFrame:
     api = cpu.filter(pl.col("kind") == "cuda_api")
     syncing = matching(api.get_column("name"), SYNC_CALL_PATTERN)
     return (
-        api.filter(pl.col("name").cast(pl.String).is_in(syncing.implode()))
+        api.filter(pl.col("name").is_in(syncing.implode()))
         .select("source", "pid", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns", "correlation")
         .sort("end_ns")
     )
@@ -148,7 +149,7 @@ def labelled(cpu: pl.DataFrame, *, step_pattern: str, input_pattern: str | None 
     to :data:`DEFAULT_INPUT_PATTERN`."""
     loader_pattern = DEFAULT_INPUT_PATTERN if not input_pattern else f"(?:{DEFAULT_INPUT_PATTERN})|(?:{input_pattern})"
     names = cpu.get_column("name")
-    name = pl.col("name").cast(pl.String)
+    name = pl.col("name")  # (is_in reads the Categorical as it is: no String per row)
     is_range = pl.col("kind").is_in(("range", "cpu_op", "python", "other"))
     region = is_range & name.is_in(matching(names, COMPILE_REGION_PATTERN).implode())
     return cpu.with_columns(
@@ -185,10 +186,10 @@ def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
         {"source": [t[0] for t in wanted], "pid": [t[1] for t in wanted], "tid": [t[2] for t in wanted]},
         schema={"source": pl.String, "pid": pl.Int64, "tid": pl.Int64},
     )
-    mine = labelled.join(want, on=["source", "pid", "tid"], how="semi", nulls_equal=True)
-    by_thread = mine.partition_by(["source", "pid", "tid"], as_dict=True)
-    for k, part in by_thread.items():
-        key = (str(k[0]), _int(k[1]), _int(k[2]))
+    (coded, want), by, _ = integer_groups([labelled, want], ["source", "pid", "tid"])
+    mine = coded.join(want, on=by, how="semi", nulls_equal=True)
+    for part in mine.partition_by(by, maintain_order=True) if mine.height else []:
+        key = (str(part.item(0, "source")), _int(part.item(0, "pid")), _int(part.item(0, "tid")))
         states[key] = ThreadState(
             sync=_merged(part.filter(pl.col("_sync"))),
             loader=_merged(part.filter(pl.col("_loader"))),

@@ -181,9 +181,7 @@ def launch_latency_ns(frame: pl.DataFrame, activity: pl.DataFrame) -> dict[int, 
 def with_enclosing_ops(frame: pl.DataFrame, cpu: pl.DataFrame, step_names: pl.Series) -> pl.DataFrame:
     """``frame`` plus ``op_start_ns``: the start of the innermost CPU op or range on T enclosing L
     (null without L; L's own start where nothing encloses it)."""
-    ops = cpu.filter(
-        pl.col("kind").is_in(("cpu_op", "range")) & ~pl.col("name").cast(pl.String).is_in(step_names.implode())
-    )
+    ops = cpu.filter(pl.col("kind").is_in(("cpu_op", "range")) & ~pl.col("name").is_in(step_names.implode()))
     by_id = (
         ops.filter(pl.col("external_id").is_not_null())
         .select("source", "pid", pl.col("external_id").alias("launch_external_id"), "start_ns", "end_ns")

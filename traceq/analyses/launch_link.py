@@ -72,18 +72,17 @@ class LaunchLink:
 
     def launched(self, rows: Index) -> Mask:
         """Whether each table row of ``rows`` has a ``cuda_api`` call with its key."""
-        slots = self.slot[rows]
-        keyed = slots >= 0
-        out = np.zeros(len(rows), np.bool_)
-        out[keyed] = self.has_call[slots[keyed]]
-        return out
+        return self._flag(rows, self.has_call)
 
     def with_activity(self, rows: Index) -> Mask:
         """Whether each table row of ``rows`` has GPU activity with its key."""
+        return self._flag(rows, self.has_activity)
+
+    def _flag(self, rows: Index, per_slot: Mask) -> Mask:
         slots = self.slot[rows]
         keyed = slots >= 0
         out = np.zeros(len(rows), np.bool_)
-        out[keyed] = self.has_activity[slots[keyed]]
+        out[keyed] = per_slot[slots[keyed]]
         return out
 
 

@@ -163,7 +163,7 @@ def _operator_ranges(cpu: pl.DataFrame, step_pattern: str) -> pl.DataFrame:
     module_names = matching(names, DEFAULT_MODULE_PATTERN)
     op_names = matching(names, OPERATOR_RANGE_PATTERN)
     with_ops = cpu.filter(pl.col("kind") == "cpu_op").select("source", "pid").unique()
-    name = pl.col("name").cast(pl.String)
+    name = pl.col("name")  # (is_in reads the Categorical as it is: no String per row)
     ranges = cpu.filter((pl.col("kind") == "range") & ~name.is_in(pl.concat([steps, module_names]).implode())).join(
         with_ops, on=["source", "pid"], how="anti", nulls_equal=True
     )
@@ -250,8 +250,7 @@ def _module_paths(cpu: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     names = cpu.get_column("name")
     module_names = matching(names, DEFAULT_MODULE_PATTERN)
     ranges = cpu.filter(
-        pl.col("kind").is_in(("range", "python", "cpu_op", "other"))
-        & pl.col("name").cast(pl.String).is_in(module_names.implode())
+        pl.col("kind").is_in(("range", "python", "cpu_op", "other")) & pl.col("name").is_in(module_names.implode())
     ).select(
         *_THREAD,
         pl.col("name").cast(pl.String).str.replace(DEFAULT_MODULE_PATTERN, "").alias("name"),

@@ -78,7 +78,7 @@ def phase_ranges(cpu: pl.DataFrame, step_pattern: str, patterns: Sequence[str] =
         kinds = ("range",)
     name = pl.col("name").cast(pl.String)
     chosen = cpu.filter(
-        pl.col("kind").is_in(kinds) & name.is_in(wanted.implode()) & ~name.is_in(steps.implode())
+        pl.col("kind").is_in(kinds) & pl.col("name").is_in(wanted.implode()) & ~pl.col("name").is_in(steps.implode())
     ).select(*_THREAD, name, "start_ns", "end_ns")
     table = prepared(chosen, _THREAD)
     order = table.select("_range", "start_ns", "end_ns").sort(
