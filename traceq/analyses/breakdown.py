@@ -22,13 +22,12 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq import schema
 from traceq.analyses.attribution import Attribution, attribute
 from traceq.analyses.comm import comm_kernel_stats, with_comm_flags
 from traceq.analyses.host_calls import steady_call_counts
 from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled, sync_calls
 from traceq.analyses.idle import launches_by_device
-from traceq.analyses.launch_link import as_index, launch_link, rows_where
+from traceq.analyses.launch_link import as_index, device_activity_rows, launch_link
 from traceq.analyses.model import (
     CAUSES,
     ActivityRef,
@@ -192,7 +191,7 @@ def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
     their launch key: ``slot`` and ``call`` (the launching call's position in
     :func:`~traceq.analyses.host_state.cpu_rows`, null without one; :mod:`traceq.analyses.launch_link`)."""
     link = launch_link(events)
-    rows = rows_where(events, pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null())
+    rows = device_activity_rows(events)
     keyed = gpu_rows(events, *ACTIVITY_COLUMNS).with_columns(
         pl.Series("slot", link.slot[rows], dtype=pl.Int64), as_index(link.calls_of(rows)).alias("call")
     )

@@ -37,8 +37,6 @@ LAUNCH_LATENCY_QUANTILE: Final = 0.10
 """The latency is this quantile of the delays: on an idle GPU a kernel starts one latency after its
 launch returns, so the low end of the delays is the latency; queued work waits longer."""
 
-_CALL = ("name", "start_ns", "end_ns", "tid", "correlation")
-
 
 def idle_intervals(activity: pl.DataFrame, windows: pl.DataFrame, n_devices: int) -> pl.DataFrame:
     """The idle intervals of every device.
@@ -314,5 +312,5 @@ def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame, link: LaunchLi
         calls_frame.with_row_index("_order")
         .join(work, on="slot", how="inner")
         .sort("_order", "dev")
-        .select(pl.col("dev").cast(pl.UInt32), *columns[:3], "name", "start_ns", "end_ns", "correlation")
+        .select(pl.col("dev").cast(pl.UInt32), "source", "pid", "tid", "name", "start_ns", "end_ns", "correlation")
     )

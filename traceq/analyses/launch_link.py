@@ -86,6 +86,17 @@ class LaunchLink:
         return out
 
 
+ON_DEVICE: Final = pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null()
+"""The GPU activity rows on a device (what :func:`~traceq.analyses.steps.gpu_rows` keeps)."""
+
+
+@per_frame
+def device_activity_rows(events: pl.DataFrame) -> Index:
+    """The table rows of the GPU activity on a device, in table order (computed once per table: the
+    breakdown and the operators both read them)."""
+    return rows_where(events, ON_DEVICE)
+
+
 def rows_where(events: pl.DataFrame, keep: pl.Expr) -> Index:
     """The table rows (positions) that ``keep`` selects, in table order: the rows a
     ``filter(keep)`` of ``events`` returns."""
@@ -203,10 +214,11 @@ def _slots(source: Index, pid: Index, correlation: Index) -> tuple[Index, int]:
     n = len(correlation)
     if n == 0:
         return np.zeros(0, np.int64), 0
+    limit = _DENSE_FACTOR * n + 65_536  # the most slots that offsets may use
     pids = np.sort(pl.Series(pid).unique().to_numpy())
     if len(pids) == 1 and source.min() == source.max():  # one process (a one-rank part): the id is the key
         first, last = int(correlation.min()), int(correlation.max())
-        if last - first < _DENSE_FACTOR * n + 65_536:
+        if last - first < limit:
             return correlation - first, last - first + 1
     group = source * len(pids) + np.searchsorted(pids, pid)
     n_groups = (int(source.max()) + 1) * len(pids)
@@ -216,10 +228,10 @@ def _slots(source: Index, pid: Index, correlation: Index) -> tuple[Index, int]:
         np.minimum.at(low, group, correlation)
         np.maximum.at(high, group, correlation)
         present = low <= high
-        wide = present & (high.astype(np.float64) - low.astype(np.float64) >= float(n * _DENSE_FACTOR + 65_536))
+        wide = present & (high.astype(np.float64) - low.astype(np.float64) >= float(limit))
         span = np.where(present & ~wide, high - low + 1, 0)
         total = int(span.sum())
-        if not wide.any() and total <= _DENSE_FACTOR * n + 65_536:
+        if not wide.any() and total <= limit:
             base = np.cumsum(span) - span
             return base[group] + correlation - low[group], total
     order = np.lexsort((correlation, group))
@@ -232,4 +244,14 @@ def _slots(source: Index, pid: Index, correlation: Index) -> tuple[Index, int]:
     return out, int(ids[-1]) + 1
 
 
-__all__ = ["NONE", "LaunchLink", "as_index", "distinct_calls", "gathered", "launch_link", "rows_where"]
+__all__ = [
+    "NONE",
+    "ON_DEVICE",
+    "LaunchLink",
+    "as_index",
+    "device_activity_rows",
+    "distinct_calls",
+    "gathered",
+    "launch_link",
+    "rows_where",
+]

@@ -28,9 +28,8 @@ from typing import Final
 
 import polars as pl
 
-from traceq import schema
 from traceq.analyses.host_state import cpu_rows, matching
-from traceq.analyses.launch_link import as_index, distinct_calls, launch_link, rows_where
+from traceq.analyses.launch_link import ON_DEVICE, as_index, device_activity_rows, distinct_calls, launch_link
 from traceq.analyses.memo import per_frame
 from traceq.analyses.model import OperatorStat
 from traceq.analyses.nesting import innermost_at, paths, prepared
@@ -109,12 +108,11 @@ class _Hint:
 
 @per_frame
 def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) -> pl.DataFrame:
-    on_gpu = pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null()
-    rows = rows_where(events, on_gpu)
+    rows = device_activity_rows(events)
     activity = (
         events.lazy()
         .with_row_index("row")
-        .filter(on_gpu)
+        .filter(ON_DEVICE)
         .select(
             "row",
             pl.col("source").cast(pl.String),
