@@ -8,7 +8,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceq.analyses.asof import integer_groups, join_asof_by
+from traceq.analyses.asof import group_numbers, integer_groups, join_asof_by, latest_at_or_before
 
 SETTINGS = settings(deadline=None, max_examples=200)
 
@@ -20,7 +20,7 @@ def frame(draw: Any, sources: list[str | None], name: str) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "source": [draw(st.sampled_from(sources)) for _ in range(n)],
-            "tid": [draw(st.integers(1, 2)) for _ in range(n)],
+            "tid": [draw(st.integers(1, 3)) for _ in range(n)],
             "_t": sorted(draw(st.integers(0, 30)) for _ in range(n)),
             name: list(range(n)),
         },
@@ -60,3 +60,36 @@ def test_codes_follow_the_strings_sort_order() -> None:
     assert (
         both.sort("_code_source").get_column("source").to_list() == both.sort("source").get_column("source").to_list()
     )
+
+
+@SETTINGS
+@given(sides())
+def test_the_binary_search_finds_the_row_the_backward_join_matches(pair: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    """Ties included (the last of equal keys in the right frame's order), groups the right frame
+    lacks, String and integer keys."""
+    left, right = pair
+    if any(f.get_column("source").null_count() for f in pair):
+        assert latest_at_or_before(left, right, on="_t", by=["source", "tid"]) is None
+        return
+    found = latest_at_or_before(left, right, on="_t", by=["source", "tid"])
+    assert found is not None
+    ids = right.get_column("right_id").to_list()
+    got = [ids[i] if i >= 0 else None for i in found.tolist()]
+    want = left.join_asof(right, on="_t", by=["source", "tid"], strategy="backward", check_sortedness=False)
+    assert got == want.get_column("right_id").to_list()
+
+
+def test_the_search_reads_a_right_frame_out_of_key_order_as_the_join_reads_it_sorted() -> None:
+    right = pl.DataFrame({"g": [1, 1, 2, 1], "_t": [9, 2, 5, 4], "right_id": [0, 1, 2, 3]})
+    left = pl.DataFrame({"g": [1, 1, 2, 3], "_t": [3, 10, 4, 9]})
+    found = latest_at_or_before(left, right, on="_t", by=["g"])
+    assert found is not None and found.tolist() == [1, 0, -1, -1]
+
+
+def test_groups_are_numbered_in_key_order_over_the_ranges_groups() -> None:
+    ranges = pl.DataFrame({"a": [2, 1, 2], "b": [7, 7, 5]})
+    points = pl.DataFrame({"a": [1, 2, 3], "b": [7, 5, 7]})
+    numbered = group_numbers(ranges, points, ["a", "b"])
+    assert numbered is not None
+    assert numbered[0].tolist() == [2, 0, 1] and numbered[1].tolist() == [0, 1, -1]
+    assert group_numbers(ranges.with_columns(pl.col("a").cast(pl.String)), points, ["a"]) is None

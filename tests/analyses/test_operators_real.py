@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 
 import traceq
-from traceq.analyses.operators import NVTX_OP_ARGUMENTS
+from traceq.analyses.operators import ACTIVITY_OPERATOR_COLUMNS, NAME_COLUMNS, NVTX_OP_ARGUMENTS, operator_links
 
 KINETO = "hta/trace_diff/control/control.json.gz"
 NSYS = "nsys/nsysai_h100_2gpu_1s_2026.2.1.sqlite"
@@ -114,3 +114,18 @@ def test_every_launched_activity_has_an_operator_where_one_is_open_at_its_launch
         assert with_op.filter(
             (pl.col("op_start_ns") > pl.col("launch_start_ns")) | (pl.col("op_end_ns") <= pl.col("launch_start_ns"))
         ).is_empty(), path
+
+
+@pytest.mark.parametrize("name", [KINETO, NSYS])
+def test_the_coded_reading_holds_the_same_rows_with_names_as_codes(shared_traces: Path, name: str) -> None:
+    """``operator_links`` (what the report reads) is ``activity_operators`` with its names as
+    Categorical/Enum codes: same rows, same values once written out as Strings."""
+    events = traceq.load(shared_traces / name).events
+    strings = traceq.analyses.operators.activity_operators(events)
+    coded = operator_links(events)
+    assert strings.columns == coded.columns == list(ACTIVITY_OPERATOR_COLUMNS)
+    for column in NAME_COLUMNS:
+        assert strings.schema[column] == pl.String
+        assert isinstance(coded.schema[column], (pl.Categorical, pl.Enum))
+    assert coded.with_columns(pl.col(c).cast(pl.String) for c in NAME_COLUMNS).equals(strings)
+    assert strings.get_column("op_name").drop_nulls().len() > 0

@@ -17,7 +17,7 @@ from traceq import intervals as iv
 from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice, with_step
 from traceq.analyses.host_state import cpu_rows, loader_ranges, sync_calls
 from traceq.analyses.model import Evidence, Finding
-from traceq.analyses.operators import activity_operators
+from traceq.analyses.operators import operator_links
 from traceq.analyses.regimes import SHORT_GAP_NS
 from traceq.units import evidence_ns, format_share, short_kernel_name, step_position
 
@@ -84,10 +84,11 @@ def _with_operators(ctx: FindingContext, gaps: pl.DataFrame) -> pl.DataFrame:
     """``gaps`` with ``op_name``: the operator that launched the activity ending each one
     (``docs/analyses.md``, "Operators"), null where none did."""
     ops = (
-        activity_operators(ctx.events, step_pattern=ctx.analysis.step_pattern)
+        operator_links(ctx.events, step_pattern=ctx.analysis.step_pattern)
         .filter(pl.col("correlation").is_not_null())
         .select("source", "pid", pl.col("correlation").alias("next_correlation"), "op_name")
         .unique(subset=["source", "pid", "next_correlation"], keep="first")
+        .with_columns(pl.col("source", "op_name").cast(pl.String))
     )
     keyed = gaps.with_columns(pl.col("source").cast(pl.String))
     return keyed.join(ops, on=["source", "pid", "next_correlation"], how="left", nulls_equal=False)

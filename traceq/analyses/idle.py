@@ -27,8 +27,8 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq.analyses.asof import join_asof_by
-from traceq.analyses.launch_link import NONE, LaunchLink, gathered
+from traceq.analyses.asof import join_asof_by, latest_at_or_before
+from traceq.analyses.launch_link import NONE, LaunchLink, as_index, gathered
 
 LAUNCH_LATENCY_CAP_NS: Final = 50_000
 """A delay from a launch's return to its kernel's start above this is no launch latency."""
@@ -165,7 +165,15 @@ def launch_latency_ns(frame: pl.DataFrame, activity: pl.DataFrame) -> dict[int, 
     whose A is the first activity of its launch (a CUDA graph's later nodes wait for the earlier
     ones, not for the launch) and whose delay lies in ``[0, LAUNCH_LATENCY_CAP_NS]`` (0 where there
     is none)."""
-    first = activity.group_by("dev", "correlation").agg(pl.col("start_ns").min().alias("_first"))
+    # Only the launches of the activities that end an interval matter: a semi join first spares a
+    # group_by over every activity of the table.
+    ending = frame.select("dev", pl.col("next_correlation").alias("correlation")).drop_nulls().unique()
+    first = (
+        activity.select("dev", "correlation", "start_ns")
+        .join(ending, on=["dev", "correlation"], how="semi")
+        .group_by("dev", "correlation")
+        .agg(pl.col("start_ns").min().alias("_first"))
+    )
     delay = pl.col("next_start_ns") - pl.col("launch_end_ns")
     per = (
         frame.join(first.rename({"correlation": "next_correlation"}), on=["dev", "next_correlation"], how="left")
@@ -242,18 +250,8 @@ def with_draining_syncs(frame: pl.DataFrame, syncs: pl.DataFrame, launches_by_de
         strategy="backward",
         check_sortedness=False,
     )
-    prev = (
-        launches_by_dev.select("dev", "source", "pid", pl.col("tid").alias("thread"), pl.col("start_ns").alias("_key"))
-        .with_columns(pl.col("_key").alias("_prev_start"))
-        .sort("_key")
-    )
-    matched = join_asof_by(
-        matched.with_columns((pl.col("launch_start_ns") - 1).alias("_key")).sort("_key"),
-        prev,
-        on="_key",
-        by=["dev", "source", "pid", "thread"],
-        strategy="backward",
-        check_sortedness=False,
+    matched = _with_previous_launch(
+        matched.with_columns((pl.col("launch_start_ns") - 1).alias("_key")), launches_by_dev
     )
     drains = (
         pl.col("sync_name").is_not_null()
@@ -267,6 +265,28 @@ def with_draining_syncs(frame: pl.DataFrame, syncs: pl.DataFrame, launches_by_de
     blocked = _blocked_syncs(left, syncs)
     return (
         left.join(matched, on="_order", how="left").join(blocked, on="_order", how="left").sort("_order").drop("_order")
+    )
+
+
+def _with_previous_launch(frame: pl.DataFrame, launches_by_dev: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (dev, source, pid, thread, ``_key``) plus ``_prev_start``: the start of the latest
+    launch of work on the device by the thread that started at or before ``_key`` (null: none).
+    There are few intervals and millions of launches: a binary search where the keys pack, so the
+    launches are not sorted (they come in start order) nor joined."""
+    by = ["dev", "source", "pid", "thread"]
+    prev = launches_by_dev.select(
+        "dev", "source", "pid", pl.col("tid").alias("thread"), pl.col("start_ns").alias("_key")
+    )
+    found = latest_at_or_before(frame, prev, on="_key", by=by)
+    if found is not None:
+        return frame.with_columns(prev.get_column("_key").gather(as_index(found)).alias("_prev_start"))
+    return join_asof_by(
+        frame.sort("_key"),
+        prev.with_columns(pl.col("_key").alias("_prev_start")).sort("_key"),
+        on="_key",
+        by=by,
+        strategy="backward",
+        check_sortedness=False,
     )
 
 

@@ -4,7 +4,8 @@ The operator and module attribution (:mod:`traceq.analyses.operators`) and the p
 (:mod:`traceq.analyses.phases`) ask, for many points ``t`` on a thread, which of a set of
 half-open ranges ``[start_ns, end_ns)`` recorded on it is the **innermost open at t**
 (``start_ns <= t < end_ns``; zero-length ranges contain nothing), and for each range the names of
-the ranges around it, outermost first.  Everything is a few sorted joins, never a loop per row.
+the ranges around it, outermost first.  Everything is a few sorts, searches and joins, never a
+loop per row.
 
 How: with the ranges of one thread sorted by (start, end descending, position), a range's
 **depth** is its position ``k`` minus the number of ranges that ended by its start; at ``t`` the
@@ -14,15 +15,25 @@ the innermost open one is the latest-starting range of depth ``D − 1`` that st
 start/end ranges may overlap) can break that; every answer is therefore checked (the range must
 contain ``t``) and the points it fails are answered by the latest-starting range that contains
 them, which is the innermost one wherever ranges nest.
+
+:func:`innermost_at` asks that of millions of points (every launching call of a 20 M-row trace).
+Its counts, its look-up by depth and :func:`prepared`'s depths are binary searches (numpy) in the
+ranges' sorted keys (:func:`traceq.analyses.asof.group_numbers` numbers the threads), where
+a key is (group, time) or (group, depth, time) packed into one int64: ``group × width + t −
+t_min`` with ``width`` the span of every time involved, so that the groups do not mix.  Where the
+packing would not fit in 62 bits, or a group column holds a null, the same rule runs as polars
+as-of joins instead; both give the same answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
-from traceq.analyses.asof import integer_groups, join_asof_by
+from traceq.analyses.asof import PACKED_LIMIT, Array, group_numbers, int64_of, integer_groups, join_asof_by
+from traceq.analyses.launch_link import as_index
 
 _IDX = "_range"
 
@@ -39,12 +50,38 @@ def prepared(ranges: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
         .drop("_pos")
         .with_row_index(_IDX)
     )
+    searched = _depths_by_search(keyed, by)
+    if searched is not None:
+        return keyed.with_columns(pl.Series("_depth", searched, dtype=pl.UInt32)).drop(codes)
     k = pl.int_range(pl.len()).over(by) if by else pl.int_range(pl.len())
     ended = _count_ended(keyed, keyed.select(*by, _IDX, pl.col("start_ns").alias("_t")), by)
     depth = keyed.with_columns(k.alias("_k")).join(ended, on=_IDX, how="left")
     return depth.with_columns((pl.col("_k") - pl.col("_ended")).cast(pl.UInt32).alias("_depth")).drop(
         "_k", "_ended", *codes
     )
+
+
+def _depths_by_search(keyed: pl.DataFrame, by: Sequence[str]) -> Array | None:
+    """The ``_depth`` of every range of ``keyed`` (sorted as :func:`prepared` sorts; ``by``: integer
+    columns) by one binary search in packed (group, end) keys: the ranges before a range in that
+    order are those of the earlier groups and its group's earlier ones, and of those, the ones that
+    ended by its start are all of the earlier groups' and the ended ones of its own, so its depth is
+    its position minus how many packed ends lie at or before its packed start.  ``None`` where the
+    keys do not pack."""
+    groups = group_numbers(keyed, keyed, by)
+    if groups is None:
+        return None
+    group = groups[0]
+    if not len(group):
+        return np.zeros(0, np.int64)
+    start = int64_of(keyed, "start_ns")
+    end = int64_of(keyed, "end_ns")
+    low = int(start.min())
+    width = int(end.max()) - low + 1
+    if (int(group.max()) + 1) * width >= PACKED_LIMIT:
+        return None
+    ends = np.sort(group * width + (end - low))
+    return np.arange(len(start), dtype=np.int64) - np.searchsorted(ends, group * width + (start - low), "right")
 
 
 def _count_ended(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
@@ -71,9 +108,12 @@ def innermost_at(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) 
     """For each point (``points``: ``by`` columns, ``_point`` id, ``_t`` ns), the ``_range`` index
     of the innermost range of :func:`prepared` ``ranges`` open at ``_t`` (null where none is).
 
-    Columns: _point, _range; one row per point."""
+    Columns: _point, _range; one row per point, in the order of ``points``."""
     (ranges, points), by, _ = integer_groups([ranges, points], by)
     pts = points.select(*by, "_point", "_t")
+    searched = _innermost_by_search(ranges, pts, by)
+    if searched is not None:
+        return searched
     started = _count_at_or_before(ranges, "start_ns", pts, by, "_started")
     ended = _count_ended(ranges, pts, by)
     depth = (
@@ -90,7 +130,55 @@ def innermost_at(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) 
     answered = found.filter(pl.col(_IDX).is_not_null()).select("_point", _IDX)
     if failed.height:
         answered = pl.concat([answered, _latest_containing(ranges, failed, by)])
-    return pts.select("_point").join(answered, on="_point", how="left")
+    return pts.select("_point").join(answered, on="_point", how="left", maintain_order="left")
+
+
+def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame | None:
+    """:func:`innermost_at` by binary search in packed keys (the module's docstring); ``None`` where
+    the keys do not pack (the caller joins instead).  ``by``: integer columns (:func:`integer_groups`)."""
+    groups = group_numbers(ranges, points, by)
+    if groups is None:
+        return None
+    range_group, point_group = groups
+    point_ids = points.get_column("_point")
+    if ranges.is_empty() or points.is_empty():
+        return points.select("_point", pl.lit(None, dtype=pl.UInt32).alias(_IDX))
+    start = int64_of(ranges, "start_ns")
+    end = int64_of(ranges, "end_ns")
+    depth = int64_of(ranges, "_depth")
+    t = int64_of(points, "_t")
+    low = min(int(start.min()), int(t.min()))
+    width = max(int(end.max()), int(t.max())) - low + 1
+    groups_n = int(range_group.max()) + 1
+    depths_n = int(depth.max()) + 1
+    if groups_n * depths_n * width >= PACKED_LIMIT:
+        return None
+    grouped = point_group >= 0
+    point_key = point_group * width + (t - low)
+    # Open at t: started by t minus ended by t (each range counts in its own group only).
+    starts = np.sort(range_group * width + (start - low))
+    ends = np.sort(range_group * width + (end - low))
+    open_n = np.searchsorted(starts, point_key, "right") - np.searchsorted(ends, point_key, "right")
+    asked = np.flatnonzero(grouped & (open_n > 0))
+    # The latest-starting range of depth D - 1 that started by t, in the point's group.
+    level = range_group * depths_n + depth
+    packed = level * width + (start - low)
+    order = np.argsort(packed, kind="stable")
+    packed = packed[order]
+    floor = (point_group[asked] * depths_n + open_n[asked] - 1) * width
+    at = np.searchsorted(packed, floor + (t[asked] - low), "right") - 1
+    candidate = order[np.maximum(at, 0)]
+    hit = (at >= 0) & (packed[np.maximum(at, 0)] >= floor) & (end[candidate] > t[asked])
+    answer = np.full(points.height, -1, np.int64)
+    answer[asked[hit]] = ranges.get_column(_IDX).to_numpy()[candidate[hit]]
+    found = pl.DataFrame({"_point": point_ids, _IDX: pl.Series(answer, dtype=pl.Int64)}).with_columns(
+        pl.when(pl.col(_IDX) >= 0).then(pl.col(_IDX)).cast(pl.UInt32).alias(_IDX)
+    )
+    failed = asked[~hit]
+    if not len(failed):
+        return found
+    rest = _latest_containing(ranges, points[failed].select(*by, "_point", "_t"), by)
+    return found.update(rest, on="_point", how="left")
 
 
 def _latest_containing(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
@@ -108,24 +196,27 @@ def paths(ranges: pl.DataFrame, by: Sequence[str], label: str, sep: str = "/") -
     around it and its own, outermost first, joined by ``sep`` (String).  Columns: _range, _path."""
     parents = innermost_parent(ranges, by)
     table = ranges.select(_IDX, pl.col(label).cast(pl.String).alias("_path")).join(parents, on=_IDX, how="left")
-    # Each pass prefixes one more ancestor; a thread nests a few dozen deep at most.
-    current = table.with_columns(pl.col("_parent").alias("_up"))
-    labels = table.select(
-        pl.col(_IDX).alias("_up"), pl.col("_path").alias("_up_label"), pl.col("_parent").alias("_next")
-    )
-    while current.get_column("_up").is_not_null().any():
-        current = (
-            current.join(labels, on="_up", how="left")
-            .with_columns(
-                pl.when(pl.col("_up").is_not_null())
-                .then(pl.concat_str(pl.col("_up_label"), pl.lit(sep), pl.col("_path")))
-                .otherwise(pl.col("_path"))
-                .alias("_path"),
-                pl.col("_next").alias("_up"),
-            )
-            .drop("_up_label", "_next")
+    ids = table.get_column(_IDX).cast(pl.Int64).to_numpy()
+    if not len(ids):
+        return table.select(_IDX, "_path")
+    place = np.full(int(ids.max()) + 1, -1, np.int64)  # a range's row in ``table``
+    place[ids] = np.arange(len(ids))
+    own = table.get_column("_path")
+    parent_ids = table.get_column("_parent").cast(pl.Int64).fill_null(-1).to_numpy()
+    parent = np.where(parent_ids >= 0, place[np.maximum(parent_ids, 0)], -1)  # the parent's row
+    # Each pass prefixes one more ancestor (gathered by row, not joined); a thread nests a few
+    # dozen deep at most.
+    path, up = own, parent
+    while (up >= 0).any():
+        rows = as_index(up)
+        prefixed = pl.DataFrame({"_up": rows, "_label": own.gather(rows), "_path": path}).select(
+            pl.when(pl.col("_up").is_not_null())
+            .then(pl.concat_str(pl.col("_label"), pl.lit(sep), pl.col("_path")))
+            .otherwise(pl.col("_path"))
         )
-    return current.select(_IDX, "_path")
+        path = prefixed.to_series()
+        up = np.where(up >= 0, parent[np.maximum(up, 0)], -1)
+    return pl.DataFrame({_IDX: table.get_column(_IDX), "_path": path})
 
 
 def innermost_parent(ranges: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:

@@ -28,6 +28,7 @@ from typing import Final
 
 import polars as pl
 
+from traceq.analyses.asof import integer_groups
 from traceq.analyses.host_state import cpu_rows, matching
 from traceq.analyses.launch_link import ON_DEVICE, as_index, device_activity_rows, distinct_calls, launch_link
 from traceq.analyses.memo import per_frame
@@ -47,6 +48,7 @@ DEFAULT_MODULE_PATTERN: Final = r"^nn\.Module: "
 """CPU ranges of a module's forward: PyTorch's ``with_modules=True`` names them ``nn.Module: Linear_0``."""
 
 _THREAD: Final = ("source", "pid", "tid")
+_RANGE: Final = "_range"
 
 ACTIVITY_OPERATOR_COLUMNS: Final = (
     "row",
@@ -90,7 +92,24 @@ def activity_operators(
     null where none), op_linked_by (``external_id`` | ``enclosing``; null without an operator);
     module (String, null outside module ranges).  ``step_pattern`` names the step ranges, which are
     never operators."""
+    coded = operator_links(events, step_pattern=step_pattern, cpu=cpu)
+    return coded.with_columns(pl.col(c).cast(pl.String) for c in NAME_COLUMNS)
+
+
+def operator_links(
+    events: pl.DataFrame, *, step_pattern: str = DEFAULT_STEP_PATTERN, cpu: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """:func:`activity_operators` with its :data:`NAME_COLUMNS` as codes (Categorical; ``kind`` and
+    ``op_linked_by`` Enum), not Strings: the analyses' own reading, where a 20 M-row trace's ten
+    million names per column would cost seconds to write out as Strings.  Memoized per frame."""
     return _activity_operators(events, step_pattern, _Hint(cpu))
+
+
+NAME_COLUMNS: Final = ("source", "kind", "name", "launch_name", "op_name", "op_path", "op_linked_by", "module")
+"""The columns of :func:`activity_operators` that are Strings there and codes in :func:`operator_links`."""
+
+LINKED_BY: Final = pl.Enum(["external_id", "enclosing"])
+"""How an activity's operator was found (``op_linked_by``)."""
 
 
 class _Hint:
@@ -115,12 +134,12 @@ def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) ->
         .filter(ON_DEVICE)
         .select(
             "row",
-            pl.col("source").cast(pl.String),
+            pl.col("source").cast(pl.Categorical),
             "pid",
             "device",
             "stream",
-            pl.col("kind").cast(pl.String),
-            pl.col("name").cast(pl.String),
+            "kind",
+            pl.col("name").cast(pl.Categorical),
             "start_ns",
             "end_ns",
             (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
@@ -134,28 +153,37 @@ def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) ->
         launch_link(events).calls_of(rows),
         "source",
         "pid",
-        pl.col("name").cast(pl.String).alias("launch_name"),
+        pl.col("name").cast(pl.Categorical).alias("launch_name"),
         pl.col("tid").alias("launch_tid"),
         pl.col("start_ns").alias("launch_start_ns"),
         pl.col("external_id").alias("_ext"),
     )
     ops = _operator_ranges(cpu, step_pattern)
-    op_of_call = _operators_of_calls(ops, launched)
-    modules = _module_paths(cpu, launched)
-    per_call = (
-        launched.join(op_of_call, on="_point", how="left")
-        .join(modules, on="_point", how="left")
-        .sort("_point")
-        .drop("_point", "_ext", "source", "pid")
+    # Per launching call, in _point order (every part below is): no join by _point.
+    per_call = pl.concat(
+        [
+            launched.drop("_point", "_ext", "source", "pid"),
+            _operators_of_calls(ops, launched),
+            _module_paths(cpu, launched),
+        ],
+        how="horizontal",
     )
     out = pl.concat([activity, per_call.select(pl.all().gather(as_index(points)))], how="horizontal")
     return out.select(ACTIVITY_OPERATOR_COLUMNS)
+
+
+def _at(table: pl.DataFrame, ranges: pl.Series, *columns: pl.Expr) -> pl.DataFrame:
+    """``columns`` of the rows of ``table`` (a :func:`~traceq.analyses.nesting.prepared` table with
+    one row per ``_range``) at each of ``ranges`` (null: a null row), in ``ranges``' order."""
+    by_index = table.sort("_range").select(*columns)  # (its position is its _range)
+    return by_index.select(pl.all().gather(ranges.cast(pl.Int64)))
 
 
 def _operator_ranges(cpu: pl.DataFrame, step_pattern: str) -> pl.DataFrame:
     """The operator ranges (:func:`prepared`, by thread) with their ``_path``: every ``cpu_op``; in a
     process without one, its operator-named ranges, or without those its ranges other than step
     and module ranges."""
+    cpu = cpu.filter(pl.col("kind").is_in(("cpu_op", "range")))  # (one pass over every CPU row)
     names = cpu.get_column("name")
     steps = matching(names, compile_step_pattern(step_pattern))
     module_names = matching(names, DEFAULT_MODULE_PATTERN)
@@ -187,7 +215,8 @@ def _operator_ranges(cpu: pl.DataFrame, step_pattern: str) -> pl.DataFrame:
 
 
 def _operators_of_calls(ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
-    """Per launching call (``_point``): op_name, op_path, op_start_ns, op_end_ns, op_linked_by."""
+    """Per launching call (a row of ``calls``, in their order): op_name, op_path, op_start_ns,
+    op_end_ns, op_linked_by."""
     points = calls.select(
         "source", "pid", pl.col("launch_tid").alias("tid"), "_point", pl.col("launch_start_ns").alias("_t")
     )
@@ -208,43 +237,50 @@ def _operators_of_calls(ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
             pl.col("end_ns").alias("_id_end"),
         )
     )
-    linked = (
-        calls.select("_point", "source", "pid", "_ext", "launch_tid", "launch_start_ns")
-        .join(by_id, on=["source", "pid", "_ext"], how="left", nulls_equal=False)
-        .with_columns(
-            pl.when(
-                (pl.col("_id_tid") == pl.col("launch_tid"))
-                & (pl.col("_id_start") <= pl.col("launch_start_ns"))
-                & (pl.col("launch_start_ns") < pl.col("_id_end"))
-            )
-            .then(pl.col("_by_id"))
-            .alias("_by_id")
+    linked = _with_id_ops(calls.select("_point", "source", "pid", "_ext", "launch_tid", "launch_start_ns"), by_id)
+    by_id_open = (
+        pl.when(
+            (pl.col("_id_tid") == pl.col("launch_tid"))
+            & (pl.col("_id_start") <= pl.col("launch_start_ns"))
+            & (pl.col("launch_start_ns") < pl.col("_id_end"))
         )
-        .join(enclosing, on="_point", how="left")
+        .then(pl.col("_by_id"))
+        .alias("_by_id")
     )
-    chosen = linked.select(
-        "_point",
-        pl.coalesce("_by_id", "_range").alias("_range"),
+    chosen = linked.select(by_id_open, enclosing.get_column(_RANGE).alias("_enclosing")).select(
+        pl.coalesce("_by_id", "_enclosing").alias(_RANGE),
         pl.when(pl.col("_by_id").is_not_null())
-        .then(pl.lit("external_id"))
-        .when(pl.col("_range").is_not_null())
-        .then(pl.lit("enclosing"))
+        .then(pl.lit("external_id", dtype=LINKED_BY))
+        .when(pl.col("_enclosing").is_not_null())
+        .then(pl.lit("enclosing", dtype=LINKED_BY))
         .alias("op_linked_by"),
     )
-    info = ops.select(
-        "_range",
-        pl.col("name").alias("op_name"),
-        pl.col("_path").alias("op_path"),
+    info = _at(
+        ops,
+        chosen.get_column(_RANGE),
+        pl.col("name").cast(pl.Categorical).alias("op_name"),
+        pl.col("_path").cast(pl.Categorical).alias("op_path"),
         pl.col("start_ns").alias("op_start_ns"),
         pl.col("end_ns").alias("op_end_ns"),
     )
-    return chosen.join(info, on="_range", how="left").select(
-        "_point", "op_name", "op_path", "op_start_ns", "op_end_ns", "op_linked_by"
-    )
+    return pl.concat([info, chosen.select("op_linked_by")], how="horizontal")
+
+
+def _with_id_ops(calls: pl.DataFrame, by_id: pl.DataFrame) -> pl.DataFrame:
+    """``calls`` left-joined with ``by_id`` on (source, pid, _ext), nulls unequal; the join grouped
+    by integer keys, and skipped where no op has an id (nsys: no call has one either)."""
+    if by_id.is_empty():
+        return calls.with_columns(pl.lit(None, dtype=by_id.schema[c]).alias(c) for c in by_id.columns[3:])
+    (left, right), keys, codes = integer_groups([calls, by_id], ["source"])
+    on = [*keys, "pid", "_ext"]
+    grouped_away = [] if "source" in keys else ["source"]
+    joined = left.join(right.drop(grouped_away), on=on, how="left", nulls_equal=False, maintain_order="left")
+    return joined.drop(codes)
 
 
 def _module_paths(cpu: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
-    """Per launching call (``_point``): ``module``, the path of the module ranges open at its start."""
+    """Per launching call (a row of ``calls``, in their order): ``module``, the path of the module
+    ranges open at its start."""
     names = cpu.get_column("name")
     module_names = matching(names, DEFAULT_MODULE_PATTERN)
     ranges = cpu.filter(
@@ -256,16 +292,14 @@ def _module_paths(cpu: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         "end_ns",
     )
     if ranges.is_empty():
-        return calls.select("_point", pl.lit(None, dtype=pl.String).alias("module"))
+        return pl.select(pl.repeat(None, calls.height, dtype=pl.Categorical).alias("module"))
     table = prepared(ranges, _THREAD)
     table = table.join(paths(table, _THREAD, "name"), on="_range", how="left")
     points = calls.select(
         "source", "pid", pl.col("launch_tid").alias("tid"), "_point", pl.col("launch_start_ns").alias("_t")
     )
-    found = innermost_at(table, points, _THREAD)
-    return found.join(table.select("_range", pl.col("_path").alias("module")), on="_range", how="left").select(
-        "_point", "module"
-    )
+    found = innermost_at(table, points, _THREAD).get_column(_RANGE)
+    return _at(table, found, pl.col("_path").cast(pl.Categorical).alias("module"))
 
 
 OPERATOR_TABLE_COLUMNS: Final = (
@@ -286,7 +320,8 @@ OPERATOR_TABLE_COLUMNS: Final = (
 
 
 def operator_table(activity: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
-    """Per device and operator, the GPU work it launched (``activity``: :func:`activity_operators`;
+    """Per device and operator, the GPU work it launched (``activity``: :func:`activity_operators`
+    or :func:`operator_links`;
     ``device_table``: :func:`traceq.analyses.steps.devices`).
 
     Columns: rank, device, pid, source, op_name (null: work with no operator), calls (distinct
@@ -295,17 +330,21 @@ def operator_table(activity: pl.DataFrame, device_table: pl.DataFrame) -> pl.Dat
     activity), share (``gpu_ns`` over the device's summed activity durations).  Sorted by rank,
     source, pid, device, then gpu_ns descending and op_name."""
     keys = device_table.select("source", "pid", "device", "rank")
-    grouped = activity.group_by("source", "pid", "device", "op_name").agg(
-        pl.struct("launch_tid", "op_start_ns", "op_end_ns")
-        .filter(pl.col("op_start_ns").is_not_null())
-        .n_unique()
-        .cast(pl.Int64)
-        .alias("calls"),
-        pl.len().cast(pl.Int64).alias("activities"),
-        (pl.col("kind") == "kernel").sum().cast(pl.Int64).alias("kernels"),
-        pl.col("dur_ns").sum().cast(pl.Int64).alias("gpu_ns"),
-        pl.col("dur_ns").max().cast(pl.Int64).alias("max_ns"),
-    )
+    grouped = (
+        activity.group_by("source", "pid", "device", "op_name")
+        .agg(
+            pl.struct("launch_tid", "op_start_ns", "op_end_ns")
+            .filter(pl.col("op_start_ns").is_not_null())
+            .n_unique()
+            .cast(pl.Int64)
+            .alias("calls"),
+            pl.len().cast(pl.Int64).alias("activities"),
+            (pl.col("kind") == "kernel").sum().cast(pl.Int64).alias("kernels"),
+            pl.col("dur_ns").sum().cast(pl.Int64).alias("gpu_ns"),
+            pl.col("dur_ns").max().cast(pl.Int64).alias("max_ns"),
+        )
+        .with_columns(pl.col("source", "op_name").cast(pl.String))
+    )  # (codes where from operator_links)
     total = pl.col("gpu_ns").sum().over("source", "pid", "device")
     return (
         grouped.join(keys, on=["source", "pid", "device"], how="left", nulls_equal=True)
