@@ -14,6 +14,7 @@ from traceq.analyses.kernel_classes import (
     classify_kernel,
     classify_kernels,
     kernel_class_expr,
+    with_kernel_class,
 )
 
 # The generator's classes, in traceq's names: its log-softmax "loss" kernels are softmax kernels.
@@ -98,3 +99,22 @@ def test_case_does_not_matter_and_unknown_names_are_other() -> None:
     assert classify_kernel("AMPERE_SGEMM_128X64_TN") == "gemm"
     assert classify_kernel("my_custom_kernel") == "other"
     assert classify_kernel("") == "other"
+
+
+@pytest.mark.parametrize("names", [pl.Categorical, pl.String])
+def test_each_row_gets_the_class_of_its_own_name_and_flag_in_row_order(names: pl.DataType) -> None:
+    """The per-pair lookup (by Categorical code where it can) answers what the expression says of
+    every row, nulls included: a null name, a null flag, one name both comm and not."""
+    rows = pl.DataFrame(
+        {
+            "name": ["volta_sgemm_128x64", "ncclKernel_AllReduce", None, "volta_sgemm_128x64", None, "softmax_fwd"],
+            "is_comm": [False, True, True, True, None, None],
+            "i": range(6),
+        },
+        schema_overrides={"name": names},
+    )
+    got = with_kernel_class(rows)
+    want = rows.with_columns(kernel_class_expr(comm=pl.col("is_comm")))
+    assert got.get_column("i").to_list() == list(range(6))
+    assert got.get_column("kernel_class").cast(pl.String).to_list() == want.get_column("kernel_class").to_list()
+    assert want.get_column("kernel_class").to_list()[:4] == ["gemm", "comm", "comm", "comm"]

@@ -25,7 +25,7 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.job_model import JobAnalysis
-from traceq.analyses.kernel_classes import kernel_class_expr
+from traceq.analyses.kernel_classes import with_kernel_class
 from traceq.analyses.model import Analysis, DeviceRef, Evidence, Finding, Mfu, Regime
 from traceq.analyses.steps import devices as device_table
 from traceq.analyses.steps import gpu_rows_of, with_dev
@@ -191,9 +191,7 @@ def _in_steady(gaps: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
 def _kernels(kernels: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """The kernel rows with their class and time inside step windows, sorted by dev and start."""
     # Classified per distinct (name, is_comm), not per row: a kernel is comm as the breakdown counts it.
-    pairs = kernels.select("name", "is_comm").unique()
-    classes = pairs.with_columns(kernel_class_expr(comm=pl.col("is_comm")).cast(pl.Categorical))
-    kernels = kernels.join(classes, on=["name", "is_comm"], how="left", nulls_equal=True, maintain_order="left")
+    kernels = with_kernel_class(kernels)
     rows = kernels.select(
         "dev",
         "name",

@@ -92,6 +92,10 @@ class HostState:
         return iv.union(*others) if others else iv.Intervals.empty()
 
 
+_IS_RANGE: Final = pl.col("kind").is_in(("range", "cpu_op", "python", "other"))
+"""The CPU rows that are ranges a thread is inside (not API calls)."""
+
+
 @per_frame
 def cpu_rows(events: pl.DataFrame) -> pl.DataFrame:
     """The CPU events of every thread: source (String), pid, tid, kind, name (String), start_ns,
@@ -122,23 +126,35 @@ def matching(names: pl.Series, pattern: str) -> pl.Series:
     return distinct.filter(distinct.str.contains(pattern))
 
 
+@per_frame
 def sync_calls(cpu: pl.DataFrame) -> pl.DataFrame:
-    """The synchronising calls of :func:`cpu_rows`: source, pid, tid, name, start_ns, end_ns,
-    correlation; sorted by end_ns."""
-    api = cpu.filter(pl.col("kind") == "cuda_api")
-    syncing = matching(api.get_column("name"), SYNC_CALL_PATTERN)
+    """The synchronising calls of :func:`cpu_rows` (or of :func:`labelled` rows, read by their
+    ``_sync``): source, pid, tid, name, start_ns, end_ns, correlation; sorted by end_ns.  Computed
+    once per frame (the attribution and the call counts both read them)."""
+    syncing = pl.col("_sync") if "_sync" in cpu.columns else _is_sync(cpu.get_column("name"))
     return (
-        api.filter(pl.col("name").is_in(syncing.implode()))
+        cpu.filter(syncing)
         .select("source", "pid", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns", "correlation")
         .sort("end_ns")
     )
 
 
+def _is_sync(names: pl.Series) -> pl.Expr:
+    """Whether a row of :func:`cpu_rows` is a synchronising call (``names``: its name column)."""
+    return (pl.col("kind") == "cuda_api") & pl.col("name").is_in(matching(names, SYNC_CALL_PATTERN).implode())
+
+
+def _is_loader(names: pl.Series, input_pattern: str | None) -> pl.Expr:
+    """Whether a row of :func:`cpu_rows` is a data-loader range (``names``: its name column)."""
+    pattern = DEFAULT_INPUT_PATTERN if not input_pattern else f"(?:{DEFAULT_INPUT_PATTERN})|(?:{input_pattern})"
+    return _IS_RANGE & pl.col("name").is_in(matching(names, pattern).implode())
+
+
 def loader_ranges(events: pl.DataFrame, input_pattern: str | None = None) -> pl.DataFrame:
     """The data-loader ranges of every thread (:data:`DEFAULT_INPUT_PATTERN` and ``input_pattern``):
     source, pid, tid, name (String), start_ns, end_ns."""
-    rows = labelled(cpu_rows(events), step_pattern="^$", input_pattern=input_pattern)
-    return rows.filter(pl.col("_loader")).select(
+    rows = cpu_rows(events)
+    return rows.filter(_is_loader(rows.get_column("name"), input_pattern)).select(
         "source", "pid", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns"
     )
 
@@ -147,18 +163,18 @@ def labelled(cpu: pl.DataFrame, *, step_pattern: str, input_pattern: str | None 
     """:func:`cpu_rows` with Boolean ``_sync``, ``_loader``, ``_step`` and ``_compile`` columns: what
     each row says the thread was doing.  ``input_pattern`` adds the user's own data-loading ranges
     to :data:`DEFAULT_INPUT_PATTERN`."""
-    loader_pattern = DEFAULT_INPUT_PATTERN if not input_pattern else f"(?:{DEFAULT_INPUT_PATTERN})|(?:{input_pattern})"
     names = cpu.get_column("name")
     name = pl.col("name")  # (is_in reads the Categorical as it is: no String per row)
-    is_range = pl.col("kind").is_in(("range", "cpu_op", "python", "other"))
-    region = is_range & name.is_in(matching(names, COMPILE_REGION_PATTERN).implode())
+    is_range = _IS_RANGE
+    regions = matching(names, COMPILE_REGION_PATTERN)
+    region = is_range & name.is_in(regions.implode())
+    # (the first-of-name window is over every row: skipped where no row names a compile region)
+    first_region = (region & _first_of_name(region)) if regions.len() else pl.lit(False)
     return cpu.with_columns(
-        ((pl.col("kind") == "cuda_api") & name.is_in(matching(names, SYNC_CALL_PATTERN).implode())).alias("_sync"),
-        (is_range & name.is_in(matching(names, loader_pattern).implode())).alias("_loader"),
+        _is_sync(names).alias("_sync"),
+        _is_loader(names, input_pattern).alias("_loader"),
         (is_range & name.is_in(matching(names, compile_step_pattern(step_pattern)).implode())).alias("_step"),
-        (
-            (is_range & name.is_in(matching(names, COMPILE_WORK_PATTERN).implode())) | (region & _first_of_name(region))
-        ).alias("_compile"),
+        ((is_range & name.is_in(matching(names, COMPILE_WORK_PATTERN).implode())) | first_region).alias("_compile"),
     )
 
 
@@ -186,7 +202,8 @@ def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
         {"source": [t[0] for t in wanted], "pid": [t[1] for t in wanted], "tid": [t[2] for t in wanted]},
         schema={"source": pl.String, "pid": pl.Int64, "tid": pl.Int64},
     )
-    (coded, want), by, _ = integer_groups([labelled, want], ["source", "pid", "tid"])
+    states_of = labelled.select("source", "pid", "tid", "start_ns", "end_ns", "_sync", "_loader", "_compile", "_step")
+    (coded, want), by, _ = integer_groups([states_of, want], ["source", "pid", "tid"])
     mine = coded.join(want, on=by, how="semi", nulls_equal=True)
     for part in mine.partition_by(by, maintain_order=True) if mine.height else []:
         key = (str(part.item(0, "source")), _int(part.item(0, "pid")), _int(part.item(0, "tid")))

@@ -33,7 +33,8 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES, kernel_class_expr
+from traceq.analyses.host_state import matching
+from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES, with_kernel_class
 from traceq.analyses.model import REGIME_VERDICTS, Regime
 
 SHORT_GAP_NS: Final = 100_000
@@ -66,10 +67,7 @@ def regimes(
     start_ns, end_ns, dur_ns, next_kind); ``launches``: every launching call (dev, tid, name,
     start_ns, end_ns, correlation; :func:`traceq.analyses.idle.launches_by_device`).
     """
-    kernels = activity.filter(pl.col("kind") == "kernel")
-    names = kernels.select("name", "is_comm").unique()  # classified per distinct name, as counted
-    classes = names.with_columns(kernel_class_expr(comm=pl.col("is_comm")))
-    kernels = kernels.join(classes, on=["name", "is_comm"], how="left", nulls_equal=True)
+    kernels = with_kernel_class(activity.filter(pl.col("kind") == "kernel"))
     out: dict[int, Regime | None] = {}
     empty = iv.Intervals.empty()
     for dev in range(n_devices):
@@ -173,5 +171,6 @@ def _graph_share(kernels: pl.DataFrame, launches: pl.DataFrame, windows: iv.Inte
     inside = _inside(kernels, windows)
     if inside.is_empty():
         return 0.0
-    graph = launches.filter(pl.col("name").cast(pl.String).str.contains(GRAPH_LAUNCH_PATTERN)).get_column("correlation")
+    graphs = matching(launches.get_column("name"), GRAPH_LAUNCH_PATTERN)  # (the regex once per name)
+    graph = launches.filter(pl.col("name").is_in(graphs.implode())).get_column("correlation")
     return float(inside.get_column("correlation").is_in(graph.implode()).sum()) / inside.height
