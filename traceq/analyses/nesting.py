@@ -193,30 +193,52 @@ def _latest_containing(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[
 
 def paths(ranges: pl.DataFrame, by: Sequence[str], label: str, sep: str = "/") -> pl.DataFrame:
     """Per range of :func:`prepared` ``ranges``: ``_path``, the ``label`` column of every range
-    around it and its own, outermost first, joined by ``sep`` (String).  Columns: _range, _path."""
+    around it and its own, outermost first, joined by ``sep`` (String).  Columns: _range, _path.
+
+    Built top-down, one depth at a time: a range's parent (:func:`innermost_parent`) is one level
+    up, so its path is made already, and each path is written once (not once per ancestor)."""
     parents = innermost_parent(ranges, by)
-    table = ranges.select(_IDX, pl.col(label).cast(pl.String).alias("_path")).join(parents, on=_IDX, how="left")
+    table = ranges.select(_IDX, "_depth", pl.col(label).cast(pl.String).alias("_label")).join(
+        parents, on=_IDX, how="left"
+    )
+    n = table.height
+    if not n:
+        return table.select(_IDX, pl.col("_label").alias("_path"))
     ids = table.get_column(_IDX).cast(pl.Int64).to_numpy()
-    if not len(ids):
-        return table.select(_IDX, "_path")
     place = np.full(int(ids.max()) + 1, -1, np.int64)  # a range's row in ``table``
-    place[ids] = np.arange(len(ids))
-    own = table.get_column("_path")
+    place[ids] = np.arange(n)
     parent_ids = table.get_column("_parent").cast(pl.Int64).fill_null(-1).to_numpy()
     parent = np.where(parent_ids >= 0, place[np.maximum(parent_ids, 0)], -1)  # the parent's row
-    # Each pass prefixes one more ancestor (gathered by row, not joined); a thread nests a few
-    # dozen deep at most.
-    path, up = own, parent
-    while (up >= 0).any():
-        rows = as_index(up)
-        prefixed = pl.DataFrame({"_up": rows, "_label": own.gather(rows), "_path": path}).select(
-            pl.when(pl.col("_up").is_not_null())
-            .then(pl.concat_str(pl.col("_label"), pl.lit(sep), pl.col("_path")))
-            .otherwise(pl.col("_path"))
+    depth = table.get_column("_depth").cast(pl.Int64).to_numpy()
+    order = np.argsort(depth, kind="stable")  # the rows, one depth after the other
+    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
+    within = np.empty(n, np.int64)  # a row's place among the rows of its depth
+    within[order] = np.arange(n) - bounds[depth[order]]
+    own = table.get_column("_label")
+    levels: list[pl.Series] = []
+    for d in range(len(bounds) - 1):
+        rows = order[bounds[d] : bounds[d + 1]]
+        up = parent[rows]  # (innermost_parent looks one depth up: their paths are the last level's)
+        if not levels or not (up >= 0).any():
+            levels.append(own.gather(rows))
+            continue
+        frame = pl.DataFrame(
+            {
+                "_up": levels[-1].gather(as_index(np.where(up >= 0, within[np.maximum(up, 0)], -1))),
+                "_own": own.gather(rows),
+            }
         )
-        path = prefixed.to_series()
-        up = np.where(up >= 0, parent[np.maximum(up, 0)], -1)
-    return pl.DataFrame({_IDX: table.get_column(_IDX), "_path": path})
+        levels.append(
+            frame.select(
+                pl.when(pl.col("_up").is_not_null())
+                .then(pl.concat_str(pl.col("_up"), pl.lit(sep), pl.col("_own")))
+                .otherwise(pl.col("_own"))
+            ).to_series()
+        )
+    by_depth = pl.concat(levels)
+    at = np.empty(n, np.int64)
+    at[order] = np.arange(n)
+    return pl.DataFrame({_IDX: table.get_column(_IDX), "_path": by_depth.gather(pl.Series(at))})
 
 
 def innermost_parent(ranges: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
