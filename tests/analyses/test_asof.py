@@ -8,7 +8,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceq.analyses.asof import group_numbers, integer_groups, join_asof_by, latest_at_or_before
+from traceq.analyses.asof import group_numbers, integer_groups, join_asof_by, join_by, latest_at_or_before
 
 SETTINGS = settings(deadline=None, max_examples=200)
 
@@ -60,6 +60,15 @@ def test_codes_follow_the_strings_sort_order() -> None:
     assert (
         both.sort("_code_source").get_column("source").to_list() == both.sort("source").get_column("source").to_list()
     )
+
+
+@SETTINGS
+@given(sides())
+def test_the_keyed_join_is_the_one_polars_makes_by_the_string_keys(pair: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    left, right = pair
+    options: dict[str, Any] = {"how": "left", "nulls_equal": False, "maintain_order": "left"}
+    want = left.join(right, on=["source", "tid", "_t"], **options)
+    assert join_by(left, right, by=["source"], on=["tid", "_t"], **options).equals(want)
 
 
 @SETTINGS

@@ -17,7 +17,7 @@ the row a backward as-of join matches (:mod:`traceq.analyses.nesting` searches t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -58,43 +58,63 @@ def integer_groups(
 def join_asof_by(left: pl.DataFrame, right: pl.DataFrame, *, by: Sequence[str], **options: Any) -> pl.DataFrame:
     """``left.join_asof(right, by=list(by), **options)``, grouped by :func:`integer_groups` keys
     (columns and rows as that join returns them)."""
+    return _grouped(left, right, by, lambda lhs, rhs, keys: lhs.join_asof(rhs, by=keys or None, **options))
+
+
+def join_by(
+    left: pl.DataFrame, right: pl.DataFrame, *, by: Sequence[str], on: Sequence[str], **options: Any
+) -> pl.DataFrame:
+    """``left.join(right, on=[*by, *on], **options)``, the ``by`` columns grouped by
+    :func:`integer_groups` keys (columns and rows as that join returns them; ``by``'s own columns
+    are ``left``'s)."""
+    return _grouped(left, right, by, lambda lhs, rhs, keys: lhs.join(rhs, on=[*keys, *on], **options))
+
+
+def _grouped(
+    left: pl.DataFrame,
+    right: pl.DataFrame,
+    by: Sequence[str],
+    join: Callable[[pl.DataFrame, pl.DataFrame, list[str]], pl.DataFrame],
+) -> pl.DataFrame:
+    """``join(left, right, keys)`` of the two frames coded by :func:`integer_groups` on ``by``
+    (``right`` without the ``by`` columns that group nothing), without the code columns."""
     (lhs, rhs), keys, codes = integer_groups([left, right], by)
     grouped_away = [c for c in by if c not in keys]
-    joined = lhs.join_asof(rhs.drop(grouped_away), by=keys or None, **options)
+    joined = join(lhs, rhs.drop(grouped_away), keys)
     return joined.drop(codes) if codes else joined
 
 
-def group_numbers(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) -> tuple[Array, Array] | None:
-    """Per row of ``ranges`` and of ``points``, its ``by`` group's number: dense, in the sort order of
-    the ``by`` values (integer columns), over the groups ``ranges`` holds (−1: a point whose group
-    holds no range row); ``None`` where a ``by`` column is no integer column or holds a null, or the
-    numbers would not fit.  A column with one value in both frames splits nothing and costs a min
-    and a max."""
-    range_group = np.zeros(ranges.height, np.int64)
-    point_group = np.zeros(points.height, np.int64)
+def group_numbers(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[str]) -> tuple[Array, Array] | None:
+    """Per row of ``reference`` and of ``queries``, its ``by`` group's number: dense, in the sort
+    order of the ``by`` values (integer columns), over the groups ``reference`` holds (−1: a query
+    row whose group it does not hold); ``None`` where a ``by`` column is no integer column or holds
+    a null, or the numbers would not fit.  A column with one value in both frames splits nothing and
+    costs a min and a max."""
+    reference_group = np.zeros(reference.height, np.int64)
+    query_group = np.zeros(queries.height, np.int64)
     span = 1
     for column in by:
-        columns = (ranges.get_column(column), points.get_column(column))
+        columns = (reference.get_column(column), queries.get_column(column))
         if any(not c.dtype.is_integer() or c.null_count() for c in columns):
             return None
-        in_ranges, at_points = (c.cast(pl.Int64).to_numpy() for c in columns)
-        one = len(in_ranges) and in_ranges.min() == in_ranges.max()
-        if one and (not len(at_points) or at_points.min() == at_points.max() == in_ranges[0]):
+        in_reference, in_queries = (c.cast(pl.Int64).to_numpy() for c in columns)
+        one = len(in_reference) and in_reference.min() == in_reference.max()
+        if one and (not len(in_queries) or in_queries.min() == in_queries.max() == in_reference[0]):
             continue  # one value everywhere: it splits nothing
         values = _sorted_distinct(columns[0])
         span *= max(len(values), 1)
         if span >= PACKED_LIMIT:
             return None
-        code = np.searchsorted(values, at_points)
+        code = np.searchsorted(values, in_queries)
         known = code < len(values)
-        known[known] = values[code[known]] == at_points[known]
-        point_group = np.where(known & (point_group >= 0), point_group * len(values) + code, -1)
-        range_group = range_group * len(values) + np.searchsorted(values, in_ranges)
-    numbers = _sorted_distinct(pl.Series(range_group))
-    dense = np.searchsorted(numbers, point_group)
-    known = (point_group >= 0) & (dense < len(numbers))
-    known[known] = numbers[dense[known]] == point_group[known]
-    return np.searchsorted(numbers, range_group), np.where(known, dense, -1)
+        known[known] = values[code[known]] == in_queries[known]
+        query_group = np.where(known & (query_group >= 0), query_group * len(values) + code, -1)
+        reference_group = reference_group * len(values) + np.searchsorted(values, in_reference)
+    numbers = _sorted_distinct(pl.Series(reference_group))
+    dense = np.searchsorted(numbers, query_group)
+    known = (query_group >= 0) & (dense < len(numbers))
+    known[known] = numbers[dense[known]] == query_group[known]
+    return np.searchsorted(numbers, reference_group), np.where(known, dense, -1)
 
 
 def _sorted_distinct(values: pl.Series) -> Array:
@@ -110,9 +130,8 @@ def int64_of(frame: pl.DataFrame, column: str) -> Array:
 def latest_at_or_before(left: pl.DataFrame, right: pl.DataFrame, *, on: str, by: Sequence[str]) -> Array | None:
     """Per row of ``left``, the position in ``right`` of the row a backward :func:`join_asof_by`
     matches (``on`` and ``by``: columns of both; of equal keys, the last in ``right``'s order), or
-    −1 where none; by one binary search in packed (group, ``on``) keys, with no sort where ``right``
-    is in key order already.  ``None`` where the keys do not pack (a null in a key, a span too wide):
-    the caller joins instead."""
+    −1 where none (:func:`packed_latest`).  ``None`` where the keys do not pack (a null in a key, a
+    span too wide): the caller joins instead."""
     if left.get_column(on).null_count() or right.get_column(on).null_count():
         return None
     (lhs, rhs), keys, _ = integer_groups([left, right], by)
@@ -120,13 +139,20 @@ def latest_at_or_before(left: pl.DataFrame, right: pl.DataFrame, *, on: str, by:
     if groups is None:
         return None
     right_group, left_group = groups
-    if not right.height or not left.height:
-        return np.full(left.height, -1, np.int64)
-    right_t = int64_of(right, on)
-    left_t = int64_of(left, on)
+    return packed_latest(right_group, int64_of(right, on), left_group, int64_of(left, on))
+
+
+def packed_latest(right_group: Array, right_t: Array, left_group: Array, left_t: Array) -> Array | None:
+    """Per left entry, the position of the last right entry of its group (numbers as
+    :func:`group_numbers` gives them; −1: a group with no right entry) whose time is at or before
+    its own (of equal times, the last in the right entries' order), −1 where none; by one binary
+    search in (group, time) keys packed into one int64, with no sort where the right entries are in
+    key order.  ``None`` where the keys do not fit in :data:`PACKED_LIMIT`."""
+    if not len(right_t) or not len(left_t):
+        return np.full(len(left_t), -1, np.int64)
     low = min(int(right_t.min()), int(left_t.min()))
     width = max(int(right_t.max()), int(left_t.max())) - low + 1
-    if (int(right_group.max()) + 1) * width >= PACKED_LIMIT:
+    if (int(max(right_group.max(), left_group.max())) + 1) * width >= PACKED_LIMIT:
         return None
     packed = right_group * width + (right_t - low)
     order = None if bool(np.all(packed[1:] >= packed[:-1])) else np.argsort(packed, kind="stable")
@@ -139,4 +165,13 @@ def latest_at_or_before(left: pl.DataFrame, right: pl.DataFrame, *, on: str, by:
     return np.where(hit, place, -1)
 
 
-__all__ = ["PACKED_LIMIT", "group_numbers", "int64_of", "integer_groups", "join_asof_by", "latest_at_or_before"]
+__all__ = [
+    "PACKED_LIMIT",
+    "group_numbers",
+    "int64_of",
+    "integer_groups",
+    "join_asof_by",
+    "join_by",
+    "latest_at_or_before",
+    "packed_latest",
+]

@@ -32,7 +32,15 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from traceq.analyses.asof import PACKED_LIMIT, Array, group_numbers, int64_of, integer_groups, join_asof_by
+from traceq.analyses.asof import (
+    PACKED_LIMIT,
+    Array,
+    group_numbers,
+    int64_of,
+    integer_groups,
+    join_asof_by,
+    packed_latest,
+)
 from traceq.analyses.launch_link import as_index
 
 _IDX = "_range"
@@ -149,10 +157,9 @@ def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequenc
     t = int64_of(points, "_t")
     low = min(int(start.min()), int(t.min()))
     width = max(int(end.max()), int(t.max())) - low + 1
-    groups_n = int(range_group.max()) + 1
-    depths_n = int(depth.max()) + 1
-    if groups_n * depths_n * width >= PACKED_LIMIT:
+    if (int(range_group.max()) + 1) * width >= PACKED_LIMIT:
         return None
+    depths_n = int(depth.max()) + 1
     grouped = point_group >= 0
     point_key = point_group * width + (t - low)
     # Open at t: started by t minus ended by t (each range counts in its own group only).
@@ -160,15 +167,14 @@ def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequenc
     ends = np.sort(range_group * width + (end - low))
     open_n = np.searchsorted(starts, point_key, "right") - np.searchsorted(ends, point_key, "right")
     asked = np.flatnonzero(grouped & (open_n > 0))
-    # The latest-starting range of depth D - 1 that started by t, in the point's group.
-    level = range_group * depths_n + depth
-    packed = level * width + (start - low)
-    order = np.argsort(packed, kind="stable")
-    packed = packed[order]
-    floor = (point_group[asked] * depths_n + open_n[asked] - 1) * width
-    at = np.searchsorted(packed, floor + (t[asked] - low), "right") - 1
-    candidate = order[np.maximum(at, 0)]
-    hit = (at >= 0) & (packed[np.maximum(at, 0)] >= floor) & (end[candidate] > t[asked])
+    # The latest-starting range of depth D - 1 that started by t, in the point's group: the groups
+    # of that search are (group, depth).
+    wanted = point_group[asked] * depths_n + open_n[asked] - 1
+    at = packed_latest(range_group * depths_n + depth, start, wanted, t[asked])
+    if at is None:
+        return None
+    candidate = np.maximum(at, 0)
+    hit = (at >= 0) & (end[candidate] > t[asked])
     answer = np.full(points.height, -1, np.int64)
     answer[asked[hit]] = ranges.get_column(_IDX).to_numpy()[candidate[hit]]
     found = pl.DataFrame({"_point": point_ids, _IDX: pl.Series(answer, dtype=pl.Int64)}).with_columns(

@@ -28,7 +28,7 @@ from typing import Final
 
 import polars as pl
 
-from traceq.analyses.asof import integer_groups
+from traceq.analyses.asof import join_by
 from traceq.analyses.host_state import cpu_rows, matching
 from traceq.analyses.launch_link import ON_DEVICE, as_index, device_activity_rows, distinct_calls, launch_link
 from traceq.analyses.memo import per_frame
@@ -271,11 +271,9 @@ def _with_id_ops(calls: pl.DataFrame, by_id: pl.DataFrame) -> pl.DataFrame:
     by integer keys, and skipped where no op has an id (nsys: no call has one either)."""
     if by_id.is_empty():
         return calls.with_columns(pl.lit(None, dtype=by_id.schema[c]).alias(c) for c in by_id.columns[3:])
-    (left, right), keys, codes = integer_groups([calls, by_id], ["source"])
-    on = [*keys, "pid", "_ext"]
-    grouped_away = [] if "source" in keys else ["source"]
-    joined = left.join(right.drop(grouped_away), on=on, how="left", nulls_equal=False, maintain_order="left")
-    return joined.drop(codes)
+    return join_by(
+        calls, by_id, by=["source"], on=["pid", "_ext"], how="left", nulls_equal=False, maintain_order="left"
+    )
 
 
 def _module_paths(cpu: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
@@ -343,8 +341,8 @@ def operator_table(activity: pl.DataFrame, device_table: pl.DataFrame) -> pl.Dat
             pl.col("dur_ns").sum().cast(pl.Int64).alias("gpu_ns"),
             pl.col("dur_ns").max().cast(pl.Int64).alias("max_ns"),
         )
-        .with_columns(pl.col("source", "op_name").cast(pl.String))
-    )  # (codes where from operator_links)
+        .with_columns(pl.col("source", "op_name").cast(pl.String))  # (codes where from operator_links)
+    )
     total = pl.col("gpu_ns").sum().over("source", "pid", "device")
     return (
         grouped.join(keys, on=["source", "pid", "device"], how="left", nulls_equal=True)
