@@ -118,3 +118,13 @@ def test_each_row_gets_the_class_of_its_own_name_and_flag_in_row_order(names: pl
     assert got.get_column("i").to_list() == list(range(6))
     assert got.get_column("kernel_class").cast(pl.String).to_list() == want.get_column("kernel_class").to_list()
     assert want.get_column("kernel_class").to_list()[:4] == ["gemm", "comm", "comm", "comm"]
+
+
+@pytest.mark.parametrize("names", [pl.Categorical, pl.String])
+def test_no_kernels_get_an_empty_categorical_class_column(names: pl.DataType) -> None:
+    rows = pl.DataFrame(
+        {"name": [], "is_comm": [], "i": []}, schema={"name": names, "is_comm": pl.Boolean, "i": pl.Int64}
+    )
+    got = with_kernel_class(rows)
+    assert got.columns == ["name", "is_comm", "i", "kernel_class"]
+    assert got.height == 0 and got.schema["kernel_class"] == pl.Categorical

@@ -71,15 +71,18 @@ def work_coverage(events: pl.DataFrame) -> pl.DataFrame:
         & pl.col("name").is_in(matching(events.get_column("name"), KERNEL_LAUNCH_PATTERN).implode())
     )
     call_rows = rows_where(events, is_call)
-    calls = gathered(events, call_rows, "source", "pid", "start_ns")
+    # Only the calls with no activity are taken out of the table (few); the launches are counted in it.
+    alone = call_rows[~launch_link(events).with_activity(call_rows)]
     unrecorded = (
-        calls.filter(pl.Series(~launch_link(events).with_activity(call_rows)))
+        gathered(events, alone, "source", "pid", "start_ns")
         .join(last, on=["source", "pid"], how="left")
         .filter(pl.col("last_ns").is_null() | (pl.col("start_ns") <= pl.col("last_ns")))
         .group_by("source", "pid")
         .agg(pl.len().cast(pl.Int64).alias("unrecorded"))
     )
-    launches = calls.group_by("source", "pid").agg(pl.len().cast(pl.Int64).alias("launches"))
+    launches = (
+        events.lazy().filter(is_call).group_by("source", "pid").agg(pl.len().cast(pl.Int64).alias("launches")).collect()
+    )
     return (
         last.drop("last_ns")
         .join(launches, on=["source", "pid"], how="full", coalesce=True)

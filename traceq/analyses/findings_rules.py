@@ -83,12 +83,16 @@ def _steady_gaps(ctx: FindingContext, d: DeviceTotals, cause: str) -> pl.DataFra
 def _with_operators(ctx: FindingContext, gaps: pl.DataFrame) -> pl.DataFrame:
     """``gaps`` with ``op_name``: the operator that launched the activity ending each one
     (``docs/analyses.md``, "Operators"), null where none did."""
+    # Only the activities with a correlation some gap ends at: a few rows, not every activity's.
+    ids = gaps.get_column("next_correlation").drop_nulls().unique()
     ops = (
         operator_links(ctx.events, step_pattern=ctx.analysis.step_pattern)
-        .filter(pl.col("correlation").is_not_null())
+        .lazy()
+        .filter(pl.col("correlation").is_in(ids.implode()))
         .select("source", "pid", pl.col("correlation").alias("next_correlation"), "op_name")
         .unique(subset=["source", "pid", "next_correlation"], keep="first")
         .with_columns(pl.col("source", "op_name").cast(pl.String))
+        .collect()
     )
     keyed = gaps.with_columns(pl.col("source").cast(pl.String))
     return keyed.join(ops, on=["source", "pid", "next_correlation"], how="left", nulls_equal=False)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
+import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
@@ -98,24 +99,19 @@ _IS_RANGE: Final = pl.col("kind").is_in(("range", "cpu_op", "python", "other"))
 
 @per_frame
 def cpu_rows(events: pl.DataFrame) -> pl.DataFrame:
-    """The CPU events of every thread: source (String), pid, tid, kind, name (String), start_ns,
-    end_ns, external_id, correlation; in event order (each thread's rows by start).  Computed once
-    per event frame (:func:`~traceq.analyses.memo.per_frame`): several analyses read it."""
+    """The CPU events of every thread: source (String), pid, tid, kind (the table's Enum: Strings
+    would cost a pass and string hashing in every ``kind`` test after it), name, start_ns, end_ns,
+    external_id, correlation; in event order (each thread's rows by start).  Computed once per
+    event frame (:func:`~traceq.analyses.memo.per_frame`): several analyses read it."""
     return (
         events.lazy()
         .filter(pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null())
-        .select(
-            pl.col("source").cast(pl.String),
-            "pid",
-            "tid",
-            pl.col("kind").cast(pl.String),
-            "name",
-            "start_ns",
-            "end_ns",
-            "external_id",
-            "correlation",
-        )
+        .select("source", "pid", "tid", "kind", "name", "start_ns", "end_ns", "external_id", "correlation")
         .collect()
+        # Cast after the collect: chunk by chunk, so that every column keeps the same chunks (cast
+        # inside the query, it comes out chunked apart from the rest, and the next with_columns
+        # of these rows would copy all of them to line the chunks up again).
+        .with_columns(pl.col("source").cast(pl.String))
     )
 
 
@@ -190,34 +186,57 @@ def compile_ranges(rows: pl.DataFrame) -> dict[tuple[str, int | None], iv.Interv
 
 def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
     """The states of ``threads`` from the labelled CPU events ``rows`` (:func:`labelled`)."""
-    labelled = rows
-    loaders = labelled.filter(pl.col("_loader"))
+    loaders = rows.filter(pl.col("_loader"))
     loader_by_thread = {
         (str(k[0]), _int(k[1]), _int(k[2])): _merged(part)
         for k, part in loaders.partition_by(["source", "pid", "tid"], as_dict=True).items()
     }
-    wanted = set(threads)
-    states: dict[ThreadKey, ThreadState] = {}
+    wanted = list(dict.fromkeys(threads))
     want = pl.DataFrame(
         {"source": [t[0] for t in wanted], "pid": [t[1] for t in wanted], "tid": [t[2] for t in wanted]},
         schema={"source": pl.String, "pid": pl.Int64, "tid": pl.Int64},
+    ).with_row_index("_thread")
+    (coded, want), by, _ = integer_groups([rows.select("source", "pid", "tid", *_STATE_COLUMNS), want], _THREAD)
+    # The wanted threads' rows alone, in table order, with the wanted thread's number: one copy of
+    # the columns the states read (no String, no copy of the other threads' rows).
+    mine = (
+        coded.lazy()
+        .join(want.lazy().select(*by, "_thread"), on=by, how="inner", nulls_equal=True, maintain_order="left")
+        .select("_thread", "start_ns", "end_ns", *(pl.col(c).fill_null(False) for c in _STATE_COLUMNS[2:]))
+        .collect()
     )
-    states_of = labelled.select("source", "pid", "tid", "start_ns", "end_ns", "_sync", "_loader", "_compile", "_step")
-    (coded, want), by, _ = integer_groups([states_of, want], ["source", "pid", "tid"])
-    mine = coded.join(want, on=by, how="semi", nulls_equal=True)
-    for part in mine.partition_by(by, maintain_order=True) if mine.height else []:
-        key = (str(part.item(0, "source")), _int(part.item(0, "pid")), _int(part.item(0, "tid")))
-        states[key] = ThreadState(
-            sync=_merged(part.filter(pl.col("_sync"))),
-            loader=_merged(part.filter(pl.col("_loader"))),
-            compile=_merged(part.filter(pl.col("_compile"))),
-            recorded=_merged(part),
-            busy=_merged(part.filter(~pl.col("_step"))),
+    arrays = {c: mine.get_column(c).to_numpy() for c in _STATE_COLUMNS}
+    thread = mine.get_column("_thread").to_numpy()
+    order = np.argsort(thread, kind="stable")  # (each thread's rows stay in table order)
+    bounds = np.searchsorted(thread[order], np.arange(len(wanted) + 1))
+    found = [i for i in range(len(wanted)) if bounds[i] < bounds[i + 1]]
+    found.sort(key=lambda i: order[bounds[i]])  # (threads in the order their first rows come)
+    states: dict[ThreadKey, ThreadState] = {}
+    for i in found:
+        mask = order[bounds[i] : bounds[i + 1]] if len(found) > 1 else slice(None)
+        start, end = arrays["start_ns"][mask], arrays["end_ns"][mask]
+        sync, loader, compiling, step = (arrays[c][mask] for c in ("_sync", "_loader", "_compile", "_step"))
+        states[wanted[i]] = ThreadState(
+            sync=_merged_where(start, end, sync),
+            loader=_merged_where(start, end, loader),
+            compile=_merged_where(start, end, compiling),
+            recorded=iv.merge(iv.Intervals(start, end)),
+            busy=_merged_where(start, end, ~step),
         )
     empty = iv.Intervals.empty()
-    for key in wanted - states.keys():
-        states[key] = ThreadState(empty, empty, empty, empty, empty)
+    for key in wanted:
+        states.setdefault(key, ThreadState(empty, empty, empty, empty, empty))
     return HostState(threads=states, loader_by_thread=loader_by_thread)
+
+
+_THREAD: Final = ("source", "pid", "tid")
+_STATE_COLUMNS: Final = ("start_ns", "end_ns", "_sync", "_loader", "_compile", "_step")
+"""What :func:`host_state` reads of each labelled row besides its thread."""
+
+
+def _merged_where(start: iv.Int64Array, end: iv.Int64Array, keep: np.ndarray[Any, np.dtype[np.bool_]]) -> iv.Intervals:
+    """The merged intervals of the rows ``keep`` selects."""
+    return iv.merge(iv.Intervals(start[keep], end[keep])) if keep.any() else iv.Intervals.empty()
 
 
 def _first_of_name(region: pl.Expr) -> pl.Expr:

@@ -169,7 +169,10 @@ def launch_latency_ns(frame: pl.DataFrame, activity: pl.DataFrame) -> dict[int, 
     # group_by over every activity of the table.
     ending = frame.select("dev", pl.col("next_correlation").alias("correlation")).drop_nulls().unique()
     first = (
-        activity.select("dev", "correlation", "start_ns")
+        activity.lazy()
+        .filter(pl.col("correlation").is_in(ending.get_column("correlation").implode()))  # (one key: cheap per row)
+        .select("dev", "correlation", "start_ns")
+        .collect()
         .join(ending, on=["dev", "correlation"], how="semi")
         .group_by("dev", "correlation")
         .agg(pl.col("start_ns").min().alias("_first"))
@@ -309,15 +312,16 @@ def _blocked_syncs(left: pl.DataFrame, syncs: pl.DataFrame) -> pl.DataFrame:
 
 
 def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame, link: LaunchLink) -> pl.DataFrame:
-    """Every API call that launched work on a device: dev, source, pid, tid, name, start_ns, end_ns,
-    correlation (one row per call and device, in ``cpu`` order).  ``cpu``: :func:`cpu_rows` of the
-    table ``link`` was made of; ``activity``: dev and ``slot`` (its launch key's)."""
+    """Every API call that launched work on a device: dev, source, pid, tid, name (as ``cpu`` holds
+    it: a Categorical), start_ns, end_ns, correlation (one row per call and device, in ``cpu``
+    order).  ``cpu``: :func:`cpu_rows` of the table ``link`` was made of; ``activity``: dev and
+    ``slot`` (its launch key's)."""
     slot = activity.get_column("slot").to_numpy()
     dev = activity.get_column("dev").to_numpy().astype(np.int64)
     api = np.flatnonzero((cpu.get_column("kind") == "cuda_api").to_numpy())
     api_slot = link.cpu_slot[api].astype(np.int64)
     keyed = api_slot >= 0
-    columns = ("source", "pid", "tid", pl.col("name").cast(pl.String), "start_ns", "end_ns", "correlation")
+    columns = ("source", "pid", "tid", "name", "start_ns", "end_ns", "correlation")
     dev_of = np.full(len(link.first_call), NONE, np.int64)
     on = slot >= 0
     dev_of[slot[on]] = dev[on]

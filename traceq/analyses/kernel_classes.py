@@ -105,17 +105,23 @@ def kernel_class_expr(name: pl.Expr | None = None, comm: pl.Expr | None = None) 
 def with_kernel_class(kernels: pl.DataFrame) -> pl.DataFrame:
     """``kernels`` (with ``name`` and ``is_comm``) plus ``kernel_class`` (:func:`kernel_class_expr`
     of each row's name and flag; Categorical), in row order.  Classified once per distinct (name,
-    is_comm) pair and joined back by one integer key made of the name's Categorical code and the
-    flag (a join of 10 M kernels by the two columns costs twice as much)."""
+    is_comm) pair, and each row's class looked up by one integer key made of the name's Categorical
+    code and the flag: one column added, where a join would copy every column of ``kernels`` (and
+    a join by the two columns costs twice as much again)."""
     pairs = kernels.select("name", "is_comm").unique()
     classes = pairs.with_columns(kernel_class_expr(comm=pl.col("is_comm")).cast(pl.Categorical))
+    if kernels.is_empty():
+        return kernels.with_columns(pl.lit(None, dtype=pl.Categorical).alias("kernel_class"))
     if not isinstance(kernels.schema["name"], pl.Categorical):
         return kernels.join(classes, on=["name", "is_comm"], how="left", nulls_equal=True, maintain_order="left")
     flag = pl.col("is_comm").cast(pl.Int64).fill_null(2)
     code = pl.col("name").to_physical().cast(pl.Int64)
-    pair = pl.when(code.is_null()).then(-1 - flag).otherwise(code * 3 + flag).alias("_pair")  # one per pair
-    lookup = classes.select(pair, "kernel_class")
-    return kernels.with_columns(pair).join(lookup, on="_pair", how="left", maintain_order="left").drop("_pair")
+    pair = pl.when(code.is_null()).then(-1 - flag).otherwise(code * 3 + flag)  # one per pair
+    lookup = classes.select(pair.alias("_pair"), "kernel_class")
+    found = pair.replace_strict(
+        lookup.get_column("_pair"), lookup.get_column("kernel_class"), return_dtype=pl.Categorical
+    )
+    return kernels.with_columns(found.alias("kernel_class"))
 
 
 def classify_kernels(names: pl.Series) -> pl.Series:

@@ -132,20 +132,15 @@ def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) ->
         events.lazy()
         .with_row_index("row")
         .filter(ON_DEVICE)
-        .select(
-            "row",
-            pl.col("source").cast(pl.Categorical),
-            "pid",
-            "device",
-            "stream",
-            "kind",
-            pl.col("name").cast(pl.Categorical),
-            "start_ns",
-            "end_ns",
-            (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
-            "correlation",
-        )
+        .select("row", "source", "pid", "device", "stream", "kind", "name", "start_ns", "end_ns", "correlation")
         .collect()
+        # Cast and computed after the collect, chunk by chunk: inside the query some of them come out
+        # chunked apart from the rest, and a frame whose columns' chunks differ is copied whole by
+        # the next eager select or with_columns.
+        .with_columns(
+            pl.col("source", "name").cast(pl.Categorical),
+            (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
+        )
     )
     cpu = cpu_rows(events) if hint.value is None else hint.value
     launched, points = distinct_calls(
@@ -169,13 +164,14 @@ def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) ->
         how="horizontal",
     )
     out = pl.concat([activity, per_call.select(pl.all().gather(as_index(points)))], how="horizontal")
-    return out.select(ACTIVITY_OPERATOR_COLUMNS)
+    return out.lazy().select(ACTIVITY_OPERATOR_COLUMNS).collect()  # (lazy: the columns as they are, uncopied)
 
 
 def _at(table: pl.DataFrame, ranges: pl.Series, *columns: pl.Expr) -> pl.DataFrame:
     """``columns`` of the rows of ``table`` (a :func:`~traceq.analyses.nesting.prepared` table with
     one row per ``_range``) at each of ``ranges`` (null: a null row), in ``ranges``' order."""
-    by_index = table.sort("_range").select(*columns)  # (its position is its _range)
+    index = table.get_column("_range")
+    by_index = (table if index.is_sorted() else table.sort("_range")).select(*columns)  # (position = _range)
     return by_index.select(pl.all().gather(ranges.cast(pl.Int64)))
 
 

@@ -67,7 +67,15 @@ def regimes(
     start_ns, end_ns, dur_ns, next_kind); ``launches``: every launching call (dev, tid, name,
     start_ns, end_ns, correlation; :func:`traceq.analyses.idle.launches_by_device`).
     """
-    kernels = with_kernel_class(activity.filter(pl.col("kind") == "kernel"))
+    # Narrow frames first: each filter below copies only the columns it is read for.
+    kernels = with_kernel_class(
+        activity.lazy()
+        .filter(pl.col("kind") == "kernel")
+        .select("dev", "name", "start_ns", "end_ns", "is_comm", "correlation")
+        .collect()
+    )
+    spans = activity.select("dev", "start_ns", "end_ns", "is_comm")
+    calls = launches.select("dev", "tid", "name", "start_ns", "end_ns", "correlation")
     out: dict[int, Regime | None] = {}
     empty = iv.Intervals.empty()
     for dev in range(n_devices):
@@ -76,8 +84,9 @@ def regimes(
         if step_ns == 0:
             out[dev] = None
             continue
-        mine = kernels.filter(pl.col("dev") == dev)
-        on_dev = activity.filter(pl.col("dev") == dev)
+        mine = _of_dev(kernels, dev, n_devices)
+        on_dev = _of_dev(spans, dev, n_devices)
+        dev_calls = _of_dev(calls, dev, n_devices)
         dev_causes = causes.get(dev, {})
         short = gaps.filter(
             (pl.col("dev") == dev) & (pl.col("dur_ns") < SHORT_GAP_NS) & (pl.col("next_kind") == "kernel")
@@ -85,15 +94,16 @@ def regimes(
         overhead = iv.union(dev_causes.get("launch", empty), iv.intersect(dev_causes.get("cpu", empty), _of(short)))
         comm = _union(on_dev.filter(pl.col("is_comm")))
         compute = _union(on_dev.filter(~pl.col("is_comm")))
+        classes = mine.select("start_ns", "end_ns", "kernel_class")
         shares = {
             "overhead-bound": iv.measure(iv.intersect(overhead, windows)),
-            "memory-bound": _in(mine.filter(pl.col("kernel_class").is_in(sorted(MEMORY_BOUND_CLASSES))), windows),
-            "compute-bound": _in(mine.filter(pl.col("kernel_class").is_in(sorted(MATH_CLASSES))), windows),
+            "memory-bound": _in(classes.filter(pl.col("kernel_class").is_in(sorted(MEMORY_BOUND_CLASSES))), windows),
+            "compute-bound": _in(classes.filter(pl.col("kernel_class").is_in(sorted(MATH_CLASSES))), windows),
             "communication-bound": iv.measure(iv.intersect(iv.subtract(comm, compute), windows)),
             "input-bound": iv.measure(iv.intersect(dev_causes.get("input", empty), windows)),
         }
-        t_k = _median_kernel_ns(mine.filter(~pl.col("is_comm")), windows)
-        t_cpu = _launch_interval_ns(launches.filter(pl.col("dev") == dev), windows)
+        t_k = _median_kernel_ns(mine.select("start_ns", "end_ns", "is_comm").filter(~pl.col("is_comm")), windows)
+        t_cpu = _launch_interval_ns(dev_calls.select("tid", "start_ns", "end_ns"), windows)
         verdict = _verdict(shares, step_ns, t_k, t_cpu)
         out[dev] = Regime(
             verdict=verdict,
@@ -105,7 +115,7 @@ def regimes(
             input_ns=shares["input-bound"],
             t_k_ns=t_k,
             t_cpu_ns=t_cpu,
-            graph_share=_graph_share(mine, launches.filter(pl.col("dev") == dev), windows),
+            graph_share=_graph_share(mine.select("start_ns", "end_ns", "correlation"), dev_calls, windows),
         )
     return out
 
@@ -126,6 +136,14 @@ def _verdict(shares: Mapping[str, int], step_ns: int, t_k: int | None, t_cpu: in
         return "overhead-bound"
     verdict = max(REGIMES, key=lambda r: (shares[r], -REGIMES.index(r)))
     return verdict if shares[verdict] > 0 else "idle"
+
+
+def _of_dev(frame: pl.DataFrame, dev: int, n_devices: int) -> pl.DataFrame:
+    """The rows of ``frame`` on ``dev``: ``frame`` itself, uncopied, where every row is (one device)."""
+    devs = frame.get_column("dev")
+    if n_devices == 1 and not devs.null_count() and devs.min() == devs.max() == dev:
+        return frame
+    return frame.filter(pl.col("dev") == dev)
 
 
 def _of(rows: pl.DataFrame) -> iv.Intervals:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceq import schema
-from traceq.analyses.launch_link import launch_link, rows_where
+from traceq.analyses.launch_link import gathered, launch_link, rows_where
 
 
 def unlaunched_activity(events: pl.DataFrame) -> pl.DataFrame:
@@ -25,7 +25,7 @@ def unlaunched_activity(events: pl.DataFrame) -> pl.DataFrame:
     """
     rows = rows_where(events, pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS))
     missing = rows[~launch_link(events).launched(rows)]
-    return events.select(pl.col("source").cast(pl.String), "pid", "device", pl.col("kind").cast(pl.String))[missing]
+    return gathered(events, missing, pl.col("source").cast(pl.String), "pid", "device", pl.col("kind").cast(pl.String))
 
 
 def launch_coverage(events: pl.DataFrame) -> pl.DataFrame:
