@@ -23,6 +23,7 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.attribution import Attribution, attribute
+from traceq.analyses.chunks import with_columns_like
 from traceq.analyses.comm import comm_kernel_stats, with_comm_flags
 from traceq.analyses.host_calls import steady_call_counts
 from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled, sync_calls
@@ -124,7 +125,7 @@ def _phases(
 ) -> pl.DataFrame:
     """The phase table (:func:`traceq.analyses.phases.phase_table`)."""
     ranges = phase_ranges(cpu, options.step_pattern, options.phase_patterns)
-    keyed = activity.with_columns(activity_phases(cpu, activity, ranges).alias("phase_key"))
+    keyed = with_columns_like(activity, activity_phases(cpu, activity, ranges).alias("phase_key"))
     return phase_table(keyed, windows, gap_rows, attributed.causes, ranges, device_table)
 
 
@@ -192,8 +193,10 @@ def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
     :func:`~traceq.analyses.host_state.cpu_rows`, null without one; :mod:`traceq.analyses.launch_link`)."""
     link = launch_link(events)
     rows = device_activity_rows(events)
-    keyed = gpu_rows(events, *ACTIVITY_COLUMNS).with_columns(
-        pl.Series("slot", link.slot[rows], dtype=pl.Int64), as_index(link.calls_of(rows)).alias("call")
+    keyed = with_columns_like(
+        gpu_rows(events, *ACTIVITY_COLUMNS),
+        pl.Series("slot", link.slot[rows], dtype=pl.Int64),
+        as_index(link.calls_of(rows)).alias("call"),
     )
     return with_dev(keyed, device_table)
 

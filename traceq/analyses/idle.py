@@ -74,9 +74,11 @@ def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataF
     (``prev_correlation``) and the interval's ``kind``: ``leading`` (no activity ends where it
     begins), ``trailing`` (none starts where it ends), else ``between``.  ``activity`` has dev,
     source, pid, name, kind, stream, correlation, start_ns, end_ns."""
-    ranked = activity.select("dev", "start_ns", "end_ns", "correlation", "call").with_row_index("_row")
+    # (lazy: an eager filter would first copy the frame whole, its row index being chunked apart)
+    ranked = activity.lazy().select("dev", "start_ns", "end_ns", "correlation", "call").with_row_index("_row")
     first_at = (
         ranked.filter(pl.col("start_ns").is_in(intervals.get_column("end_ns").unique().implode()))
+        .collect()
         .sort("dev", "start_ns", "correlation", nulls_last=True, maintain_order=True)
         .unique(subset=["dev", "start_ns"], keep="first", maintain_order=True)
     )
@@ -99,6 +101,7 @@ def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataF
     )
     last_at = (
         ranked.filter(pl.col("end_ns").is_in(intervals.get_column("start_ns").unique().implode()))
+        .collect()
         .sort("dev", "end_ns", "correlation", nulls_last=True, maintain_order=True)
         .unique(subset=["dev", "end_ns"], keep="first", maintain_order=True)
         .select(

@@ -29,6 +29,7 @@ from typing import Final
 import polars as pl
 
 from traceq.analyses.asof import join_by
+from traceq.analyses.chunks import with_columns_like
 from traceq.analyses.host_state import cpu_rows, matching
 from traceq.analyses.launch_link import ON_DEVICE, as_index, device_activity_rows, distinct_calls, launch_link
 from traceq.analyses.memo import per_frame
@@ -128,20 +129,18 @@ class _Hint:
 @per_frame
 def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) -> pl.DataFrame:
     rows = device_activity_rows(events)
-    activity = (
+    on_device = (
         events.lazy()
-        .with_row_index("row")
         .filter(ON_DEVICE)
-        .select("row", "source", "pid", "device", "stream", "kind", "name", "start_ns", "end_ns", "correlation")
+        .select("source", "pid", "device", "stream", "kind", "name", "start_ns", "end_ns", "correlation")
         .collect()
-        # Cast and computed after the collect, chunk by chunk: inside the query some of them come out
-        # chunked apart from the rest, and a frame whose columns' chunks differ is copied whole by
-        # the next eager select or with_columns.
+        # (cast after the collect, chunk by chunk, as every column added below: see chunks.py)
         .with_columns(
             pl.col("source", "name").cast(pl.Categorical),
             (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
         )
     )
+    activity = with_columns_like(on_device, pl.Series("row", rows, dtype=pl.UInt32))
     cpu = cpu_rows(events) if hint.value is None else hint.value
     launched, points = distinct_calls(
         cpu,
@@ -163,8 +162,8 @@ def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) ->
         ],
         how="horizontal",
     )
-    out = pl.concat([activity, per_call.select(pl.all().gather(as_index(points)))], how="horizontal")
-    return out.lazy().select(ACTIVITY_OPERATOR_COLUMNS).collect()  # (lazy: the columns as they are, uncopied)
+    out = with_columns_like(activity, *per_call.select(pl.all().gather(as_index(points))).get_columns())
+    return out.select(ACTIVITY_OPERATOR_COLUMNS)
 
 
 def _at(table: pl.DataFrame, ranges: pl.Series, *columns: pl.Expr) -> pl.DataFrame:

@@ -15,6 +15,7 @@ from typing import Final
 import polars as pl
 
 from traceq import schema
+from traceq.analyses.chunks import column_like
 from traceq.errors import InvalidArgumentError
 
 DEVICE_KEY: Final = ("source", "pid", "device")
@@ -131,7 +132,10 @@ def with_dev(rows: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
         )
         if not rows.select(on_it.all()).item():
             rows = rows.filter(on_it)
-        return rows.select(pl.lit(only["dev"], dtype=pl.UInt32).alias("dev"), pl.all())
+        devs = pl.repeat(only["dev"], rows.height, dtype=pl.UInt32, eager=True).alias("dev")
+        out = rows.clone()  # (shallow; a literal column would be one chunk beside rows' chunks)
+        out.insert_column(0, column_like(rows, devs))
+        return out
     code = _device_code(keys) if rows.schema["source"] == pl.Categorical else None
     if code is None:
         joined = rows.join(keys, on=list(DEVICE_KEY), how="inner", nulls_equal=True, maintain_order="left")
