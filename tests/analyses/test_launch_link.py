@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from traceq import schema
 from traceq.analyses.host_state import CPU_KINDS
-from traceq.analyses.launch_link import NONE, launch_link
+from traceq.analyses.launch_link import NONE, LaunchLink, _link, _one_process_link, launch_link
 
 from ..builders import api, kernel, memcpy, step, table
 
@@ -139,3 +139,49 @@ def frame_of(rows: list[dict[str, Any]], order: str) -> pl.DataFrame:
 @given(st.lists(ROW, max_size=30), st.sampled_from(["importer", "as drawn"]))
 def test_the_link_answers_what_a_row_by_row_reading_of_the_table_does(rows: list[dict[str, Any]], order: str) -> None:
     check(frame_of(rows, order))
+
+
+ONE_PROCESS_ROW = st.fixed_dictionaries(
+    {
+        "kind": st.sampled_from(["cuda_api", "cuda_api", "kernel", "memcpy", "range"]),
+        "source": st.just("a.json"),
+        "pid": st.sampled_from([1, 1, 1, None]),
+        "tid": st.sampled_from([5, 6, None]),
+        "correlation": st.one_of(st.none(), st.integers(0, 6), st.integers(-3, 40)),
+        "start_ns": st.integers(0, 20),
+    }
+)
+
+
+def _same_link(got: LaunchLink, want: LaunchLink) -> None:
+    """Equal answers; the slot numbers themselves may differ (any one-to-one numbering of the keys)."""
+    every = np.arange(len(got.slot))
+    assert got.calls_of(every).tolist() == want.calls_of(every).tolist()
+    assert got.launched(every).tolist() == want.launched(every).tolist()
+    assert got.with_activity(every).tolist() == want.with_activity(every).tolist()
+    pairs = set(zip(got.slot.tolist(), want.slot.tolist(), strict=True))
+    assert len({g for g, _ in pairs}) == len(pairs) == len({w for _, w in pairs})
+
+
+@SETTINGS
+@given(st.lists(ONE_PROCESS_ROW, min_size=1, max_size=30), st.sampled_from(["importer", "as drawn"]))
+def test_one_process_tables_take_the_offset_path_and_answer_as_the_general_one(
+    rows: list[dict[str, Any]], order: str
+) -> None:
+    """A one-rank part's table (one source, one pid: the common case) is linked by the correlation
+    id's offset, computed inside polars; it answers what the row-by-row reading and the general way
+    (keys copied out, slots by group) answer, in the importers' order (sorted by start: the first
+    call of a key is its earliest) or not (then by a stable sort of the starts)."""
+    frame = frame_of(rows, order)
+    fast = _one_process_link(frame)
+    keyed = [r for r in rows if r["pid"] is not None and r["correlation"] is not None and r["kind"] != "range"]
+    assert (fast is not None) == bool(keyed)
+    check(frame)
+    if fast is not None:
+        _same_link(fast, _link(frame))
+
+
+def test_keys_of_two_processes_are_not_one_process() -> None:
+    two = table(api("cudaLaunchKernel", 0, 5, corr=1, pid=1), api("cudaLaunchKernel", 0, 5, corr=1, pid=2))
+    assert _one_process_link(two) is None
+    check(two)

@@ -133,11 +133,103 @@ def gathered(frame: pl.DataFrame, positions: Index, *columns: str | pl.Expr) -> 
     return frame.select(names)[positions].select(*columns)
 
 
+_IN_CPU: Final = pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null()
+_IS_API: Final = pl.col("kind") == "cuda_api"
+_IS_ACTIVITY: Final = pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)
+_KEYED: Final = (_IS_API | _IS_ACTIVITY) & pl.col("pid").is_not_null() & pl.col("correlation").is_not_null()
+
+
 @per_frame
 def launch_link(events: pl.DataFrame) -> LaunchLink:
     """The :class:`LaunchLink` of ``events`` (computed once per table)."""
-    in_cpu = pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null()
-    is_api = pl.col("kind") == "cuda_api"
+    one = _one_process_link(events)
+    return one if one is not None else _link(events)
+
+
+def _one_process_link(events: pl.DataFrame) -> LaunchLink | None:
+    """The link where every keyed row has one source and one pid (a one-rank part, the common
+    case) and the ids span few enough slots: the slot is the correlation id's offset, computed in
+    the query with the row flags, so that only those few columns leave polars (the general way
+    copies eight 20 M-row columns out).  ``None`` for any other table."""
+    source = pl.col("source").to_physical()
+    span = (
+        events.lazy()
+        .filter(_KEYED)
+        .select(
+            pl.len().alias("n"),
+            ((source.min() == source.max()) & (source.null_count() == 0)).alias("one_source"),
+            (pl.col("pid").min() == pl.col("pid").max()).alias("one_pid"),
+            pl.col("correlation").min().alias("low"),
+            pl.col("correlation").max().alias("high"),
+        )
+        .collect()
+        .row(0, named=True)
+    )
+    if not span["n"] or not (span["one_source"] and span["one_pid"]):
+        return None
+    low, n_slots = int(span["low"]), int(span["high"]) - int(span["low"]) + 1
+    if n_slots > _DENSE_FACTOR * span["n"] + 65_536:
+        return None
+    kind = pl.Int64 if n_slots >= 1 << 31 else pl.Int32
+    flags = (
+        events.lazy()
+        .select(
+            pl.when(_KEYED).then(pl.col("correlation") - low).otherwise(NONE).cast(kind).alias("slot"),
+            _IS_API.fill_null(False).alias("api"),
+            _IS_ACTIVITY.fill_null(False).alias("activity"),
+            _IN_CPU.fill_null(False).alias("cpu"),
+        )
+        .collect()
+    )
+    slot: Slots = flags.get_column("slot").to_numpy()
+    keyed = slot >= 0
+    has_call = np.zeros(n_slots, np.bool_)
+    has_call[slot[keyed & flags.get_column("api").to_numpy()]] = True
+    has_activity = np.zeros(n_slots, np.bool_)
+    has_activity[slot[keyed & flags.get_column("activity").to_numpy()]] = True
+    cpu_slot: Slots = slot[flags.get_column("cpu").to_numpy()]  # (a keyed CPU row is a call)
+    calls = np.flatnonzero(cpu_slot >= 0)  # the calling rows' places in cpu_rows, in table order
+    call_slots = cpu_slot[calls]
+    return LaunchLink(
+        slot=slot,
+        cpu_slot=cpu_slot,
+        first_call=_first_calls(events, call_slots, calls, n_slots),
+        has_call=has_call,
+        has_activity=has_activity,
+    )
+
+
+def _first_calls(events: pl.DataFrame, call_slots: Slots, calls: Index, n_slots: int) -> Index:
+    """Per slot, the launching call (its place in cpu_rows; :data:`NONE`: none) of one process's
+    calling rows (``calls``, in table order, and their slots): the earliest to start, of two at
+    once the first in table order."""
+    first_call = np.full(n_slots, NONE, np.int64)
+    if events.get_column("start_ns").is_sorted():  # (the importers' order) the earliest is the first
+        if len(call_slots):
+            seen = np.zeros(n_slots, np.bool_)
+            seen[call_slots] = True
+            if int(np.count_nonzero(seen)) == len(call_slots):  # one call per key: placed as they are
+                first_call[call_slots] = calls
+                return first_call
+        earliest = np.full(n_slots, len(calls), np.int64)
+        np.minimum.at(earliest, call_slots, np.arange(len(calls)))
+        by_rank = calls
+    else:
+        start = events.lazy().filter(_IN_CPU & _IS_API & _KEYED).select("start_ns").collect().to_series().to_numpy()
+        order = np.argsort(start, kind="stable")
+        rank = np.empty(len(calls), np.int64)
+        rank[order] = np.arange(len(calls))
+        earliest = np.full(n_slots, len(calls), np.int64)
+        np.minimum.at(earliest, call_slots, rank)
+        by_rank = calls[order]
+    found = earliest < len(calls)
+    first_call[found] = by_rank[earliest[found]]
+    return first_call
+
+
+def _link(events: pl.DataFrame) -> LaunchLink:
+    """The link of any table: its keyed rows copied out, slots by offset per (source, pid) or by sort."""
+    in_cpu, is_api = _IN_CPU, _IS_API
     has_key = pl.col("pid").is_not_null() & pl.col("correlation").is_not_null()
     # One pass: the keyed rows (calls and GPU activity with a pid and an id), with their place in
     # the table and, for those cpu_rows holds, in cpu_rows.

@@ -231,11 +231,16 @@ def _paint(bounds: np.ndarray, start: np.ndarray, end: np.ndarray, key: np.ndarr
     first = np.searchsorted(bounds, start)
     last = np.searchsorted(bounds, end)
     counts = np.maximum(last - first, 0)
-    if counts.sum() == 0:
-        return out
-    owner = np.repeat(np.arange(len(start)), counts)
-    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    np.maximum.at(out, first[owner] + offsets, key[owner])
+    # Most intervals cover one segment (the bounds hold every start and end): those are painted
+    # as they are; only the others are expanded to one entry per segment they cover.
+    one = counts == 1
+    np.maximum.at(out, first[one], key[one])
+    several = np.flatnonzero(counts > 1)
+    if len(several):
+        n = counts[several]
+        owner = np.repeat(several, n)
+        offsets = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        np.maximum.at(out, first[owner] + offsets, key[owner])
     return out
 
 
