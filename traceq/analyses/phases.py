@@ -30,7 +30,7 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.host_state import matching
-from traceq.analyses.launch_link import NONE, as_index, distinct_calls
+from traceq.analyses.launch_link import NONE, distinct_calls
 from traceq.analyses.model import CAUSES, PhaseBreakdown
 from traceq.analyses.nesting import innermost_at, prepared
 from traceq.analyses.operators import DEFAULT_MODULE_PATTERN, OPERATOR_RANGE_PATTERN
@@ -94,9 +94,13 @@ def activity_phases(cpu: pl.DataFrame, activity: pl.DataFrame, ranges: pl.DataFr
     start; :data:`_NONE` (−1) without one."""
     launching = activity.get_column("call").fill_null(NONE).to_numpy()
     calls, points = distinct_calls(cpu, launching, "source", "pid", "tid", pl.col("start_ns").alias("_t"))
-    found = innermost_at(ranges, calls, _THREAD).join(ranges.select("_range", "key"), on="_range", how="left")
-    per_call = calls.select("_point").join(found.select("_point", "key"), on="_point", how="left").sort("_point")
-    return per_call.get_column("key").gather(as_index(points)).fill_null(_NONE).rename("key")
+    # innermost_at answers in the calls' order, and a range's key is read at its _range (a
+    # position): no join, no sort.  Each look-up table ends in a _NONE that index NONE (-1) reads.
+    found = innermost_at(ranges, calls, _THREAD).get_column("_range").cast(pl.Int64).fill_null(NONE).to_numpy()
+    key_of_range = np.full(ranges.height + 1, _NONE, np.int64)
+    key_of_range[ranges.get_column("_range").to_numpy()] = ranges.get_column("key").to_numpy()
+    per_call = np.append(key_of_range[found], _NONE)
+    return pl.Series("key", per_call[points], dtype=pl.Int64)
 
 
 def phase_table(

@@ -1,4 +1,4 @@
-"""The phases' painting: per segment between bounds, the largest key of the intervals covering it."""
+"""The phases: the painting (per segment, the largest key covering it) and which phase launched what."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceq.analyses.phases import _EMPTY, _paint
+from traceq.analyses.phases import _EMPTY, NO_PHASE, _paint
+from traceq.api import phases
+
+from ..builders import kernel, launch, step, trace
 
 INTERVAL = st.tuples(st.integers(0, 30), st.integers(0, 12), st.integers(-1, 6))
 
@@ -28,3 +31,19 @@ def test_each_segment_gets_the_largest_key_covering_it(drawn: list[tuple[int, in
         for lo, hi in itertools.pairwise(bounds)
     ]
     assert got.tolist() == want
+
+
+def test_work_launched_outside_every_phase_or_not_launched_is_no_phase() -> None:
+    """Planned: a ``forward`` range [0, 100) on the launching thread; a kernel launched inside it, one
+    launched after it, one with no launching call at all.  Only the first is the phase's."""
+    rows = [
+        step(0, 1_000, 0),
+        step(0, 100, name="forward"),
+        launch(10, 20, corr=1),
+        launch(150, 160, corr=2),
+        kernel(30, 60, corr=1),
+        kernel(200, 260, corr=2),
+        kernel(300, 340, corr=3),
+    ]
+    got = phases(trace(*rows)).select("phase", "activities").sort("phase").rows()
+    assert got == sorted([(NO_PHASE, 2), ("forward", 1)])
