@@ -190,41 +190,46 @@ def _one_process_link(events: pl.DataFrame) -> LaunchLink | None:
     cpu_slot: Slots = slot[flags.get_column("cpu").to_numpy()]  # (a keyed CPU row is a call)
     calls = np.flatnonzero(cpu_slot >= 0)  # the calling rows' places in cpu_rows, in table order
     call_slots = cpu_slot[calls]
+    in_order = events.get_column("start_ns").is_sorted()  # (the importers' order: then so are the calls)
     return LaunchLink(
         slot=slot,
         cpu_slot=cpu_slot,
-        first_call=_first_calls(events, call_slots, calls, n_slots),
+        first_call=_first_calls(call_slots, calls, n_slots, None if in_order else _call_starts(events)),
         has_call=has_call,
         has_activity=has_activity,
     )
 
 
-def _first_calls(events: pl.DataFrame, call_slots: Slots, calls: Index, n_slots: int) -> Index:
-    """Per slot, the launching call (its place in cpu_rows; :data:`NONE`: none) of one process's
-    calling rows (``calls``, in table order, and their slots): the earliest to start, of two at
-    once the first in table order."""
+def _first_calls(call_slots: Slots, calls: Index, n_slots: int, start: Index | None) -> Index:
+    """Per slot, the launching call (its place in cpu_rows; :data:`NONE`: none) among the calling
+    rows (``calls``: their places in cpu_rows, in table order, with their slots): the earliest to
+    start, of two at once the first in table order.  ``start``: the rows' starts, or ``None`` where
+    the rows are in start order already (then the earliest is the first)."""
     first_call = np.full(n_slots, NONE, np.int64)
-    if events.get_column("start_ns").is_sorted():  # (the importers' order) the earliest is the first
-        if len(call_slots):
-            seen = np.zeros(n_slots, np.bool_)
-            seen[call_slots] = True
-            if int(np.count_nonzero(seen)) == len(call_slots):  # one call per key: placed as they are
-                first_call[call_slots] = calls
-                return first_call
-        earliest = np.full(n_slots, len(calls), np.int64)
+    if start is None and len(call_slots):
+        seen = np.zeros(n_slots, np.bool_)
+        seen[call_slots] = True
+        if int(np.count_nonzero(seen)) == len(call_slots):  # one call per key: placed as they are
+            first_call[call_slots] = calls
+            return first_call
+    earliest = np.full(n_slots, len(calls), np.int64)
+    if start is None:
         np.minimum.at(earliest, call_slots, np.arange(len(calls)))
         by_rank = calls
     else:
-        start = events.lazy().filter(_IN_CPU & _IS_API & _KEYED).select("start_ns").collect().to_series().to_numpy()
         order = np.argsort(start, kind="stable")
         rank = np.empty(len(calls), np.int64)
         rank[order] = np.arange(len(calls))
-        earliest = np.full(n_slots, len(calls), np.int64)
         np.minimum.at(earliest, call_slots, rank)
         by_rank = calls[order]
     found = earliest < len(calls)
     first_call[found] = by_rank[earliest[found]]
     return first_call
+
+
+def _call_starts(events: pl.DataFrame) -> Index:
+    """The starts of the calling rows (keyed calls that cpu_rows holds), in table order."""
+    return events.lazy().filter(_IN_CPU & _IS_API & _KEYED).select("start_ns").collect().to_series().to_numpy()
 
 
 def _link(events: pl.DataFrame) -> LaunchLink:
@@ -284,20 +289,7 @@ def _link(events: pl.DataFrame) -> LaunchLink:
             | ((call_source[1:] == call_source[:-1]) & (call_start[1:] >= call_start[:-1]))
         )
     )
-    n_calls = len(call_slots)
-    earliest = np.full(n_slots, n_calls, np.int64)
-    if in_order:  # (the table's order: by source, then start) the earliest is the first
-        np.minimum.at(earliest, call_slots, np.arange(n_calls))
-        by_rank = cpu_position
-    else:
-        order = np.argsort(call_start, kind="stable")
-        rank = np.empty(n_calls, np.int64)
-        rank[order] = np.arange(n_calls)
-        np.minimum.at(earliest, call_slots, rank)
-        by_rank = cpu_position[order]
-    found = earliest < n_calls
-    first_call = np.full(n_slots, NONE, np.int64)
-    first_call[found] = by_rank[earliest[found]]
+    first_call = _first_calls(call_slots, cpu_position, n_slots, None if in_order else call_start)
     return LaunchLink(slot=slot, cpu_slot=cpu_slot, first_call=first_call, has_call=has_call, has_activity=has_activity)
 
 
