@@ -235,7 +235,6 @@ def _call_starts(events: pl.DataFrame) -> Index:
 def _link(events: pl.DataFrame) -> LaunchLink:
     """The link of any table: its keyed rows copied out, slots by offset per (source, pid) or by sort."""
     in_cpu, is_api = _IN_CPU, _IS_API
-    has_key = pl.col("pid").is_not_null() & pl.col("correlation").is_not_null()
     # One pass: the keyed rows (calls and GPU activity with a pid and an id), with their place in
     # the table and, for those cpu_rows holds, in cpu_rows.
     keys = (
@@ -243,7 +242,7 @@ def _link(events: pl.DataFrame) -> LaunchLink:
         .with_row_index("row")
         .with_columns(in_cpu.alias("_cpu"))
         .with_columns((pl.col("_cpu").cast(pl.Int64).cum_sum() - 1).alias("_cpu_pos"))
-        .filter((is_api | pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)) & has_key)
+        .filter(_KEYED)
         .select(
             "row",
             pl.col("source").to_physical().cast(pl.Int64),
@@ -300,10 +299,6 @@ def _slots(source: Index, pid: Index, correlation: Index) -> tuple[Index, int]:
         return np.zeros(0, np.int64), 0
     limit = _DENSE_FACTOR * n + 65_536  # the most slots that offsets may use
     pids = np.sort(pl.Series(pid).unique().to_numpy())
-    if len(pids) == 1 and source.min() == source.max():  # one process (a one-rank part): the id is the key
-        first, last = int(correlation.min()), int(correlation.max())
-        if last - first < limit:
-            return correlation - first, last - first + 1
     group = source * len(pids) + np.searchsorted(pids, pid)
     n_groups = (int(source.max()) + 1) * len(pids)
     if n_groups <= _MAX_GROUPS:
