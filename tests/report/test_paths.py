@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from click.testing import CliRunner
 
+import traceq
 from traceq.cli import cli
-from traceq.report.paths import display_names
+from traceq.report.paths import display_names, with_display_paths
 
 from ..conftest import SAMPLES
 
@@ -71,3 +74,29 @@ def test_a_diff_page_shows_the_file_names_unless_full_paths(tmp_path: Path) -> N
     assert "runs/before.pt.trace.json.gz" in page and "runs/after.nsys.sqlite" in summary
     invoke("diff", before, after, "-o", tmp_path / "full.html", "--full-paths")
     assert str(folder) in (tmp_path / "full.html").read_text()
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    note: str
+    count: int
+    by_name: Mapping[str, int]
+
+
+def test_every_string_that_holds_a_path_is_rewritten_keys_of_mappings_too() -> None:
+    path = "/home/ada/runs/step.sqlite"
+    value = (_Leaf(f"read {path}", 3, {path: 1, "other": 2}), [path], {"k": (path, 7)})
+    assert with_display_paths(value, [path]) == (
+        _Leaf("read step.sqlite", 3, {"step.sqlite": 1, "other": 2}),
+        ["step.sqlite"],
+        {"k": ("step.sqlite", 7)},
+    )
+
+
+def test_a_part_that_holds_no_path_is_returned_as_it_is_not_rebuilt() -> None:
+    report = traceq.report(SAMPLES / "training_step.nsys.sqlite")
+    shown = with_display_paths(report, [f.path for f in report.source.files])
+    assert shown.source.files[0].path == "training_step.nsys.sqlite"
+    # The steps (numbers, step names and a mapping of idle causes) hold no path: the same objects.
+    assert shown.steps is report.steps
+    assert shown.steps[0].idle_by_cause_ns is report.steps[0].idle_by_cause_ns

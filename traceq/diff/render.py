@@ -4,13 +4,13 @@ diff without colour."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from traceq.diff.model import Diff
 from traceq.errors import InvalidArgumentError
+from traceq.report import json_text as report_json
 from traceq.report.paths import with_display_paths
 from traceq.report.render import SUFFIXES
 
@@ -49,4 +49,4 @@ def shown_diff(diff: Diff, *, full_paths: bool = False) -> Diff:
 
 def json_text(diff: Diff) -> str:
     """The JSON diff: sorted keys, one space indent, as the JSON report."""
-    return json.dumps(diff.to_dict(), indent=1, sort_keys=True) + "\n"
+    return report_json.dumps(diff.to_dict()) + "\n"

@@ -18,10 +18,11 @@ gets its default, or zero (``0``, ``""``, an empty frame) where it has none.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 
 def dataclass_schema(cls: type[Any], definitions: dict[str, Any]) -> dict[str, Any]:
@@ -79,14 +80,40 @@ def type_schema(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
 
 
 def to_jsonable(value: Any) -> Any:
-    """A dataclass tree as plain JSON values (mappings with sorted keys, tuples as lists)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.repr or f.compare}
+    """A dataclass tree as plain JSON values (mappings with sorted keys, tuples as lists).
+
+    A report holds hundreds of thousands of values, most of them numbers: a value whose type is
+    one of :data:`_PLAIN` is written as it is without a call, and each dataclass's written fields
+    are listed once per class (:func:`_written_fields`)."""
+    kind: type = type(value)
+    if kind in _PLAIN:
+        return value
+    names = _written_fields(kind)
+    if names is not None:
+        out = {}
+        for name in names:
+            item = getattr(value, name)
+            out[name] = item if type(item) in _PLAIN else to_jsonable(item)
+        return out
     if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in sorted(value.items())}
+        return {str(k): v if type(v) in _PLAIN else to_jsonable(v) for k, v in sorted(value.items())}
     if isinstance(value, tuple | list):
-        return [to_jsonable(v) for v in value]
+        return [v if type(v) in _PLAIN else to_jsonable(v) for v in value]
     return value
+
+
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+"""Types whose values :func:`to_jsonable` returns as they are (exact types: a subclass takes the
+general path, which returns it as it is too unless it is a mapping or a sequence)."""
+
+
+@functools.cache
+def _written_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields of dataclass ``cls`` that the JSON carries (``repr`` or ``compare``), in declaration
+    order; ``None`` for a type that is not a dataclass."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls) if f.repr or f.compare)
 
 
 class PayloadError(ValueError):

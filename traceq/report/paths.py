@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import fields, is_dataclass, replace
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
 
@@ -48,38 +48,49 @@ def with_display_paths(result: T, paths: Iterable[str]) -> T:
     return out
 
 
-_LEAVES = (int, float, type(None), bytes)
-"""Values that hold no string (bool is an int): returned as they are, at once."""
+_LEAVES: Final = frozenset({int, float, bool, type(None), bytes})
+"""Types whose values hold no string: returned as they are, without a call (exact types; a
+subclass takes the general path, which returns it as it is too)."""
 
 
 def _rewrite(value: Any, names: list[tuple[str, str]]) -> Any:
     """``value`` with the paths in its strings renamed; a part that holds none is returned as it is
     (the same object), so that a large report is walked, not rebuilt."""
-    if isinstance(value, _LEAVES):
+    kind: type = type(value)
+    if kind in _LEAVES:
         return value
     if isinstance(value, str):
         for path, name in names:
             if path in value:
                 value = value.replace(path, name)
         return value
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        items = tuple(_rewrite(v, names) for v in value)
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-    if isinstance(value, list):
-        return [_rewrite(v, names) for v in value]
-    if isinstance(value, Mapping):
-        return {_rewrite(k, names): _rewrite(v, names) for k, v in value.items()}
-    if is_dataclass(value) and not isinstance(value, type):
+    fields_of = _init_fields(kind)
+    if fields_of is not None:
         changes = {}
-        for name in _init_fields(type(value)):
+        for name in fields_of:
             old = getattr(value, name)
+            if type(old) in _LEAVES:
+                continue
             new = _rewrite(old, names)
             if new is not old:
                 changes[name] = new
         return replace(value, **changes) if changes else value
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        items = tuple(v if type(v) in _LEAVES else _rewrite(v, names) for v in value)
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, list):
+        return [_rewrite(v, names) for v in value]
+    if isinstance(value, Mapping):
+        pairs = [(k, v, _rewrite(k, names), _rewrite(v, names)) for k, v in value.items()]
+        if all(k is new_k and v is new_v for k, v, new_k, new_v in pairs):
+            return value
+        return {new_k: new_v for _, _, new_k, new_v in pairs}
     return value
 
 
 @cache
-def _init_fields(cls: type) -> tuple[str, ...]:
+def _init_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields ``replace`` takes of dataclass ``cls``; ``None`` for a type that is not a dataclass."""
+    if not is_dataclass(cls):
+        return None
     return tuple(f.name for f in fields(cls) if f.init)

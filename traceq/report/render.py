@@ -7,7 +7,6 @@ text renderers name the trace files by file name unless ``full_paths`` (:mod:`tr
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
@@ -15,6 +14,7 @@ from typing import Final, Protocol
 import click
 
 from traceq.errors import InvalidArgumentError
+from traceq.report import json_text
 from traceq.report.model import Report
 from traceq.report.paths import with_display_paths
 
@@ -48,7 +48,7 @@ class JsonRenderer:
     """The JSON report (``schemas/report.schema.json``): sorted keys, one space indent."""
 
     def render(self, report: Report) -> str:
-        return json.dumps(report.to_dict(), indent=1, sort_keys=True) + "\n"
+        return json_text.dumps(report.to_dict()) + "\n"
 
 
 @dataclass(frozen=True)

@@ -89,9 +89,14 @@ def step_breakdown_figure(report: Report) -> dict[str, Any] | None:
     # trace of thousands of steps took most of the page's render time), and these are plain
     # lists of strings and floats that need no checking.
     traces: list[dict[str, Any]] = []
+    durations = _Durations()
     for n, d in enumerate(devices):
         steps = steps_of(report, d)
         labels = _step_labels(steps)
+        # Each step's hover head and length are written once, not once per segment.
+        device = device_label(d.rank, d.device, style="cell")
+        heads = [f"{device} · {plot_text(shorten(s.name, 60))}<br>" for s in steps]
+        lengths = [durations.text(s.dur_ns) for s in steps]
         row, col = n // cols + 1, n % cols + 1
         subplot = fig.get_subplot(row, col)
         refs = {
@@ -101,9 +106,8 @@ def step_breakdown_figure(report: Report) -> dict[str, Any] | None:
         for seg in used:
             values = [seg.value(s) for s in steps]
             hover = [
-                f"{device_label(d.rank, d.device, style='cell')} · {plot_text(shorten(s.name, 60))}<br>"
-                f"{seg.label}: {format_ns(v)} ({pct(v, s.dur_ns)} of {format_ns(s.dur_ns)})"
-                for s, v in zip(steps, values, strict=True)
+                f"{head}{seg.label}: {durations.text(v)} ({pct(v, s.dur_ns)} of {length})"
+                for s, v, head, length in zip(steps, values, heads, lengths, strict=True)
             ]
             traces.append(
                 {
@@ -132,6 +136,20 @@ def step_breakdown_figure(report: Report) -> dict[str, Any] | None:
     out = figure_dict(fig)
     out["data"] = traces
     return out
+
+
+class _Durations:
+    """:func:`~traceq.units.format_ns` of each distinct value once: a chart of thousands of steps
+    repeats values (zero above all, in every idle segment a step does not have)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[int, str] = {}
+
+    def text(self, ns: int) -> str:
+        found = self._texts.get(ns)
+        if found is None:
+            found = self._texts[ns] = format_ns(ns)
+        return found
 
 
 def idle_by_cause_figure(report: Report) -> dict[str, Any] | None:
