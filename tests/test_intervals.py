@@ -432,6 +432,13 @@ def test_large_random_sets_agree_with_a_coverage_array() -> None:
 @given(st.lists(st.integers(min_value=-(2**62), max_value=2**62), max_size=200))
 def test_distinct_is_numpys_sorted_unique(values: list[int]) -> None:
     array = np.array(values, dtype=np.int64)
-    result = distinct(array)
-    assert result.dtype == np.int64
-    assert np.array_equal(result, np.unique(array))
+    for runs in (False, True):  # the merge sort's answer is the same, whatever the order
+        result = distinct(array, runs=runs)
+        assert result.dtype == np.int64
+        assert np.array_equal(result, np.unique(array))
+
+
+@given(st.lists(st.lists(st.integers(min_value=-(2**62), max_value=2**62), max_size=40), max_size=6))
+def test_distinct_of_sorted_runs_is_numpys_sorted_unique(runs: list[list[int]]) -> None:
+    array = np.concatenate([np.sort(np.array(r, dtype=np.int64)) for r in runs] or [np.array([], np.int64)])
+    assert np.array_equal(distinct(array, runs=True), np.unique(array))

@@ -366,10 +366,14 @@ def merge_by_key(iv: Intervals, key: npt.ArrayLike) -> tuple[Int64Array, Interva
     return keys[first], _from_boundaries(start, end, boundary)
 
 
-def distinct(values: np.ndarray) -> np.ndarray:
+def distinct(values: np.ndarray, *, runs: bool = False) -> np.ndarray:
     """``np.unique(values)`` (sorted, distinct) by a sort and a mask: NumPy 2.4's hash-based
-    ``np.unique`` took 44 s on 25 M int64 on the bench machine, this 0.5 s."""
-    ordered = np.sort(np.asarray(values).ravel())
+    ``np.unique`` took 44 s on 25 M int64 on the bench machine, this 0.5 s.
+
+    ``runs``: ``values`` is a few sorted (or nearly sorted) arrays one after another; a merge sort
+    (NumPy's stable sort) finds the runs and merges them, four times faster than the default sort
+    on the 20 M times of a device's activity, gaps and ranges, and slower on values in no order."""
+    ordered = np.sort(np.asarray(values).ravel(), kind="stable" if runs else None)
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if ordered.size else ordered
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceq.analyses.phases import _EMPTY, NO_PHASE, _paint
+from traceq.analyses.phases import _EMPTY, NO_PHASE, _innermost, _paint
 from traceq.api import phases
 
 from ..builders import kernel, launch, step, trace
@@ -30,6 +30,22 @@ def test_each_segment_gets_the_largest_key_covering_it(drawn: list[tuple[int, in
         max((int(k) for s, e, k in zip(start, end, key, strict=True) if s <= lo and hi <= e), default=_EMPTY)
         for lo, hi in itertools.pairwise(bounds)
     ]
+    assert got.tolist() == want
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.lists(INTERVAL, max_size=25), st.lists(st.integers(-5, 50), max_size=15))
+def test_each_point_gets_the_largest_key_of_the_intervals_containing_it(
+    drawn: list[tuple[int, int, int]], points: list[int]
+) -> None:
+    """Brute force: the host's phase of an idle segment is read at its start; intervals nest, tile,
+    overlap or have zero length, and points fall before, inside, on the ends of and after them."""
+    start = np.array([s for s, _, _ in drawn], np.int64)
+    end = np.array([s + d for s, d, _ in drawn], np.int64)
+    key = np.array([k for _, _, k in drawn], np.int64)
+    at = np.array(sorted(points), np.int64)
+    got = _innermost(at, start, end, key)
+    want = [max((int(k) for s, e, k in zip(start, end, key, strict=True) if s <= p < e), default=_EMPTY) for p in at]
     assert got.tolist() == want
 
 

@@ -192,25 +192,27 @@ def _device_phases(
     r_end = ranges.get_column("end_ns").to_numpy()
     parts = [a_start, a_end, win.start_ns, win.end_ns, g_start, g_end, r_start, r_end]
     parts += [x for c in causes.values() for x in (c.start_ns, c.end_ns)]
-    bounds = iv.distinct(np.concatenate(parts))
+    bounds = iv.distinct(np.concatenate(parts), runs=True)  # each part is sorted, or nearly
     seg_start, seg_end = bounds[:-1], bounds[1:]
     seg_len = np.where(_inside(seg_start, win), seg_end - seg_start, 0)
     compute = _paint(bounds, a_start[~a_comm], a_end[~a_comm], a_key[~a_comm])
     comm = _paint(bounds, a_start[a_comm], a_end[a_comm], a_key[a_comm])
     exposed = np.where(compute == _EMPTY, comm, _EMPTY)
-    idle_seg = (compute == _EMPTY) & (comm == _EMPTY)
-    host = _host_phase(bounds, gaps, ranges)
     out = {
         "compute_ns": _sum_by_key(compute, seg_len, n_keys),
         "comm_ns": _sum_by_key(comm, seg_len, n_keys),
         "exposed_comm_ns": _sum_by_key(exposed, seg_len, n_keys),
     }
-    idle_key = np.where(idle_seg, host, _EMPTY)
-    out["idle_ns"] = _sum_by_key(idle_key, seg_len, n_keys)
+    # The idle segments (no activity) are a few thousand of a device's millions: the host's phase
+    # and the causes are read for those alone.
+    idle = np.flatnonzero((compute == _EMPTY) & (comm == _EMPTY))
+    idle_start, idle_len = seg_start[idle], seg_len[idle]
+    host = _host_phase(idle_start, gaps, ranges)
+    out["idle_ns"] = _sum_by_key(host, idle_len, n_keys)
     for cause in CAUSES:
         region = causes.get(cause)
-        inside = _inside(seg_start, region) if region is not None else np.zeros(len(seg_start), bool)
-        out[f"idle_{cause}_ns"] = _sum_by_key(np.where(inside & idle_seg, host, _EMPTY), seg_len, n_keys)
+        inside = _inside(idle_start, region) if region is not None else np.zeros(len(idle), bool)
+        out[f"idle_{cause}_ns"] = _sum_by_key(np.where(inside, host, _EMPTY), idle_len, n_keys)
     out["dur_ns"] = out["compute_ns"] + out["exposed_comm_ns"] + out["idle_ns"]
     launched = np.bincount(a_key + 1, minlength=n_keys)[:n_keys] if len(a_key) else np.zeros(n_keys, np.int64)
     out["activities"] = launched.astype(np.int64)
@@ -248,30 +250,45 @@ def _paint(bounds: np.ndarray, start: np.ndarray, end: np.ndarray, key: np.ndarr
     return out
 
 
-def _host_phase(bounds: np.ndarray, gaps: pl.DataFrame, ranges: pl.DataFrame) -> np.ndarray:
-    """Per segment, the key of the innermost phase open on the thread the idle attribution reads
-    for the gap it lies in (:data:`_NONE` outside phases, outside gaps or without a thread)."""
-    seg_start = bounds[:-1]
-    host = np.full(len(seg_start), _NONE, np.int64)
+def _host_phase(points: np.ndarray, gaps: pl.DataFrame, ranges: pl.DataFrame) -> np.ndarray:
+    """Per point (sorted), the key of the innermost phase open at it on the thread the idle
+    attribution reads for the gap it lies in (:data:`_NONE` outside phases, outside gaps or without
+    a thread)."""
+    host = np.full(len(points), _NONE, np.int64)
     g_start = gaps.get_column("start_ns").to_numpy()
-    if len(g_start) == 0 or len(seg_start) == 0:
+    if len(g_start) == 0 or len(points) == 0:
         return host
     g_end = gaps.get_column("end_ns").to_numpy()
     g_thread = gaps.get_column("thread").fill_null(-1).to_numpy()
-    seg_gap = np.searchsorted(g_start, seg_start, side="right") - 1
-    in_gap = (seg_gap >= 0) & (seg_start < g_end[np.maximum(seg_gap, 0)])
-    thread = np.where(in_gap, g_thread[np.maximum(seg_gap, 0)], -1)
+    point_gap = np.searchsorted(g_start, points, side="right") - 1
+    in_gap = (point_gap >= 0) & (points < g_end[np.maximum(point_gap, 0)])
+    thread = np.where(in_gap, g_thread[np.maximum(point_gap, 0)], -1)
     for tid in iv.distinct(thread[in_gap & (thread != -1)]):
         on = ranges.filter(pl.col("tid") == int(tid))
-        painted = _paint(
-            bounds,
-            on.get_column("start_ns").to_numpy(),
-            on.get_column("end_ns").to_numpy(),
-            on.get_column("key").to_numpy(),
-        )
         mask = thread == tid
-        host[mask] = np.maximum(painted[mask], _NONE)
+        host[mask] = np.maximum(
+            _innermost(
+                points[mask],
+                on.get_column("start_ns").to_numpy(),
+                on.get_column("end_ns").to_numpy(),
+                on.get_column("key").to_numpy(),
+            ),
+            _NONE,
+        )
     return host
+
+
+def _innermost(points: np.ndarray, start: np.ndarray, end: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Per point, the largest ``key`` of the intervals that contain it (:data:`_EMPTY` where none
+    does): the intervals painted over the segments between their own ends (not the device's
+    millions of segments), each point read in the segment that starts at or before it.  A point
+    ``p`` lies in segment ``[b_j, b_j+1)``; an interval ``[s, e)`` covers that segment exactly when
+    ``s <= p < e``, since both of its ends are bounds."""
+    bounds = iv.distinct(np.concatenate([start, end]))
+    # One more _EMPTY: a point at or past the last bound reads it, and so does one before the
+    # first bound (segment -1).
+    painted = np.append(_paint(bounds, start, end, key), _EMPTY)
+    return painted[np.searchsorted(bounds, points, side="right") - 1]
 
 
 def _sum_by_key(key: np.ndarray, lengths: np.ndarray, n_keys: int) -> np.ndarray:
