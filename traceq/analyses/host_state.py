@@ -103,16 +103,29 @@ def cpu_rows(events: pl.DataFrame) -> pl.DataFrame:
     would cost a pass and string hashing in every ``kind`` test after it), name, start_ns, end_ns,
     external_id, correlation; in event order (each thread's rows by start).  Computed once per
     event frame (:func:`~traceq.analyses.memo.per_frame`): several analyses read it."""
+    rows = events.lazy().filter(pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null())
+    rest = ("pid", "tid", "kind", "name", "start_ns", "end_ns", "external_id", "correlation")
+    one = _only_value(events.get_column("source"))
+    if one is not None:
+        # One source (a trace of one file, every part of a job): a literal column, which holds
+        # one value however many rows it has, and costs nothing where the rows are gathered.
+        return rows.select(*rest).collect().select(pl.lit(one, dtype=pl.String).alias("source"), pl.all())
     return (
-        events.lazy()
-        .filter(pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null())
-        .select("source", "pid", "tid", "kind", "name", "start_ns", "end_ns", "external_id", "correlation")
+        rows.select("source", *rest)
         .collect()
         # Cast after the collect: chunk by chunk, so that every column keeps the same chunks (cast
         # inside the query, it comes out chunked apart from the rest, and the next with_columns
         # of these rows would copy all of them to line the chunks up again).
         .with_columns(pl.col("source").cast(pl.String))
     )
+
+
+def _only_value(source: pl.Series) -> str | None:
+    """The value of a Categorical ``source`` column whose rows all hold one value, else ``None``."""
+    if source.is_empty() or source.null_count():
+        return None
+    codes = source.to_physical()
+    return str(source[0]) if codes.min() == codes.max() else None
 
 
 def matching(names: pl.Series, pattern: str) -> pl.Series:
