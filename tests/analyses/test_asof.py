@@ -51,6 +51,18 @@ def test_a_string_with_one_value_everywhere_is_no_grouping_key() -> None:
     assert a2.equals(a) and b2.equals(b)
 
 
+def test_literal_columns_group_as_the_strings_they_hold() -> None:
+    """A one-source frame's source is a literal column (traceq.analyses.host_state.cpu_rows)."""
+    tid = pl.DataFrame({"tid": [1, 2]})
+    same = [tid.select(pl.lit("r0").alias("source"), "tid"), tid.head(1).select(pl.lit("r0").alias("source"), "tid")]
+    (_, _), keys, codes = integer_groups(same, ["source", "tid"])
+    assert (keys, codes) == (["tid"], [])
+    apart = [same[0], tid.select(pl.lit("r1").alias("source"), "tid")]
+    (a2, b2), keys, codes = integer_groups(apart, ["source", "tid"])
+    assert (keys, codes) == (["_code_source", "tid"], ["_code_source"])
+    assert a2.get_column("_code_source").to_list() == [0, 0] and b2.get_column("_code_source").to_list() == [1, 1]
+
+
 def test_codes_follow_the_strings_sort_order() -> None:
     a = pl.DataFrame({"source": ["rank10", "rank2"]})
     b = pl.DataFrame({"source": ["rank1"]})

@@ -13,12 +13,21 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from traceq import schema
-from traceq.analyses.host_state import CPU_KINDS
-from traceq.analyses.launch_link import NONE, LaunchLink, _link, _one_process_link, launch_link
+from traceq.analyses.host_state import CPU_KINDS, cpu_rows
+from traceq.analyses.launch_link import (
+    LAUNCHING_CALL_COLUMNS,
+    NONE,
+    LaunchLink,
+    _link,
+    _one_process_link,
+    launch_link,
+    launching_calls,
+)
 
 from ..builders import api, kernel, memcpy, step, table
 
@@ -139,6 +148,30 @@ def frame_of(rows: list[dict[str, Any]], order: str) -> pl.DataFrame:
 @given(st.lists(ROW, max_size=30), st.sampled_from(["importer", "as drawn"]))
 def test_the_link_answers_what_a_row_by_row_reading_of_the_table_does(rows: list[dict[str, Any]], order: str) -> None:
     check(frame_of(rows, order))
+
+
+@SETTINGS
+@given(st.lists(ROW, max_size=30), st.sampled_from(["importer", "as drawn"]))
+def test_the_launching_calls_are_each_device_activitys_call_once_in_cpu_order(
+    rows: list[dict[str, Any]], order: str
+) -> None:
+    """launching_calls: the distinct launching calls of the GPU activity on a device (the rows the
+    operators and the phases look up), in cpu_rows order, and each such activity's call among them."""
+    frame = frame_of(rows, order)
+    want = reference(frame)
+    on_device = [i for i, r in enumerate(frame.to_dicts()) if r["kind"] in GPU and r["device"] is not None]
+    calls = [want["call"][i] for i in on_device]
+    distinct = sorted({c for c in calls if c != NONE})
+    got = launching_calls(frame)
+    cpu = cpu_rows(frame)
+    assert got.rows.get_column("_point").to_list() == list(range(len(distinct)))
+    assert got.rows.drop("_point").rows() == cpu[distinct].select(LAUNCHING_CALL_COLUMNS).rows()
+    assert [distinct[p] if p != NONE else NONE for p in got.points.tolist()] == calls
+    assert got.points_of(np.array(calls, np.int64)).tolist() == got.points.tolist()
+    strangers = sorted(set(range(cpu.height)) - set(distinct))
+    if strangers:  # a call that launched nothing on a device has no point
+        with pytest.raises(ValueError, match="launched no GPU activity"):
+            got.points_of(np.array(strangers[:1], np.int64))
 
 
 ONE_PROCESS_ROW = st.fixed_dictionaries(

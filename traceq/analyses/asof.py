@@ -40,11 +40,12 @@ def integer_groups(
     keys: list[str] = []
     codes: list[str] = []
     for column in by:
-        series = [f.get_column(column) for f in out]
-        if any(s.dtype != pl.String or s.null_count() for s in series):
+        # Asked of each frame as a query, not of its Series: a literal column (the one source of
+        # the CPU rows) answers without being written out row by row.
+        if any(f.schema[column] != pl.String or f.select(pl.col(column).null_count()).item() for f in out):
             keys.append(column)
             continue
-        values = pl.concat([s.unique() for s in series]).unique().sort()
+        values = pl.concat([f.select(pl.col(column).unique()).to_series() for f in out]).unique().sort()
         if len(values) <= 1:
             continue  # one value everywhere: grouping by it changes nothing
         code = f"_code_{column}"

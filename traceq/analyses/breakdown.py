@@ -28,7 +28,7 @@ from traceq.analyses.comm import comm_kernel_stats, with_comm_flags
 from traceq.analyses.host_calls import steady_call_counts
 from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled, sync_calls
 from traceq.analyses.idle import launches_by_device
-from traceq.analyses.launch_link import as_index, device_activity_rows, launch_link
+from traceq.analyses.launch_link import LaunchingCalls, as_index, device_activity_rows, launch_link, launching_calls
 from traceq.analyses.model import (
     CAUSES,
     ActivityRef,
@@ -75,7 +75,7 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
     step_rows, gap_in_steps = _measure_windows(activity, windows, attributed, device_table.height)
     gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
     info = device_table.select("dev", "rank", "pid", "device", "source")
-    phases = _phases(cpu, activity, windows, gap_rows, attributed, device_table, options)
+    phases = _phases(cpu, launching_calls(events), activity, windows, gap_rows, attributed, device_table, options)
     operators = operator_table(operator_links(events, step_pattern=options.step_pattern, cpu=cpu), device_table)
     gap_rows = gap_rows.drop("thread")
     gap_table = (
@@ -116,6 +116,7 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
 
 def _phases(
     cpu: pl.DataFrame,
+    calls: LaunchingCalls,
     activity: pl.DataFrame,
     windows: pl.DataFrame,
     gap_rows: pl.DataFrame,
@@ -125,7 +126,7 @@ def _phases(
 ) -> pl.DataFrame:
     """The phase table (:func:`traceq.analyses.phases.phase_table`)."""
     ranges = phase_ranges(cpu, options.step_pattern, options.phase_patterns)
-    keyed = with_columns_like(activity, activity_phases(cpu, activity, ranges).alias("phase_key"))
+    keyed = with_columns_like(activity, activity_phases(calls, activity, ranges).alias("phase_key"))
     return phase_table(keyed, windows, gap_rows, attributed.causes, ranges, device_table)
 
 

@@ -31,7 +31,7 @@ import polars as pl
 from traceq.analyses.asof import join_by
 from traceq.analyses.chunks import with_columns_like
 from traceq.analyses.host_state import cpu_rows, matching
-from traceq.analyses.launch_link import ON_DEVICE, as_index, device_activity_rows, distinct_calls, launch_link
+from traceq.analyses.launch_link import ON_DEVICE, as_index, device_activity_rows, launching_calls
 from traceq.analyses.memo import per_frame
 from traceq.analyses.model import OperatorStat
 from traceq.analyses.nesting import innermost_at, paths, prepared
@@ -142,9 +142,9 @@ def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) ->
     )
     activity = with_columns_like(on_device, pl.Series("row", rows, dtype=pl.UInt32))
     cpu = cpu_rows(events) if hint.value is None else hint.value
-    launched, points = distinct_calls(
-        cpu,
-        launch_link(events).calls_of(rows),
+    calls = launching_calls(events)
+    launched = calls.rows.select(
+        "_point",
         "source",
         "pid",
         pl.col("name").cast(pl.Categorical).alias("launch_name"),
@@ -152,6 +152,7 @@ def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) ->
         pl.col("start_ns").alias("launch_start_ns"),
         pl.col("external_id").alias("_ext"),
     )
+    points = calls.points
     ops = _operator_ranges(cpu, step_pattern)
     # Per launching call, in _point order (every part below is): no join by _point.
     per_call = pl.concat(

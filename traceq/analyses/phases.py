@@ -30,7 +30,7 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.host_state import matching
-from traceq.analyses.launch_link import NONE, distinct_calls
+from traceq.analyses.launch_link import NONE, LaunchingCalls
 from traceq.analyses.model import CAUSES, PhaseBreakdown
 from traceq.analyses.nesting import innermost_at, prepared
 from traceq.analyses.operators import DEFAULT_MODULE_PATTERN, OPERATOR_RANGE_PATTERN
@@ -88,15 +88,16 @@ def phase_ranges(cpu: pl.DataFrame, step_pattern: str, patterns: Sequence[str] =
     return table.join(keys, on="_range", how="left")
 
 
-def activity_phases(cpu: pl.DataFrame, activity: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
-    """Per row of ``activity`` (``call``: its launching call's position in ``cpu``, null without
-    one), the ``key`` of the innermost phase range open on its launching thread at its launch's
-    start; :data:`_NONE` (−1) without one."""
-    launching = activity.get_column("call").fill_null(NONE).to_numpy()
-    calls, points = distinct_calls(cpu, launching, "source", "pid", "tid", pl.col("start_ns").alias("_t"))
+def activity_phases(calls: LaunchingCalls, activity: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
+    """Per row of ``activity`` (``call``: its launching call's position in ``cpu_rows``, null
+    without one), the ``key`` of the innermost phase range open on its launching thread at its
+    launch's start; :data:`_NONE` (−1) without one.  ``calls``: the table's
+    :func:`~traceq.analyses.launch_link.launching_calls`."""
+    points = calls.points_of(activity.get_column("call").fill_null(NONE).to_numpy())
+    at = calls.rows.select("_point", "source", "pid", "tid", pl.col("start_ns").alias("_t"))
     # innermost_at answers in the calls' order, and a range's key is read at its _range (a
     # position): no join, no sort.  Each look-up table ends in a _NONE that index NONE (-1) reads.
-    found = innermost_at(ranges, calls, _THREAD).get_column("_range").cast(pl.Int64).fill_null(NONE).to_numpy()
+    found = innermost_at(ranges, at, _THREAD).get_column("_range").cast(pl.Int64).fill_null(NONE).to_numpy()
     key_of_range = np.full(ranges.height + 1, _NONE, np.int64)
     key_of_range[ranges.get_column("_range").to_numpy()] = ranges.get_column("key").to_numpy()
     per_call = np.append(key_of_range[found], _NONE)
