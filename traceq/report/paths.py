@@ -44,7 +44,7 @@ def with_display_paths(result: T, paths: Iterable[str]) -> T:
         return result
     # Longest first: a path that contains another (a folder and its files) is replaced whole.
     ordered = sorted(names.items(), key=lambda item: len(item[0]), reverse=True)
-    out: T = _rewrite(result, ordered)
+    out: T = _Renamer(ordered).rewrite(result)
     return out
 
 
@@ -53,39 +53,58 @@ _LEAVES: Final = frozenset({int, float, bool, type(None), bytes})
 subclass takes the general path, which returns it as it is too)."""
 
 
-def _rewrite(value: Any, names: list[tuple[str, str]]) -> Any:
-    """``value`` with the paths in its strings renamed; a part that holds none is returned as it is
-    (the same object), so that a large report is walked, not rebuilt."""
-    kind: type = type(value)
-    if kind in _LEAVES:
-        return value
-    if isinstance(value, str):
-        for path, name in names:
-            if path in value:
-                value = value.replace(path, name)
-        return value
-    fields_of = _init_fields(kind)
-    if fields_of is not None:
-        changes = {}
-        for name in fields_of:
-            old = getattr(value, name)
-            if type(old) in _LEAVES:
-                continue
-            new = _rewrite(old, names)
-            if new is not old:
-                changes[name] = new
-        return replace(value, **changes) if changes else value
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        items = tuple(v if type(v) in _LEAVES else _rewrite(v, names) for v in value)
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-    if isinstance(value, list):
-        return [_rewrite(v, names) for v in value]
-    if isinstance(value, Mapping):
-        pairs = [(k, v, _rewrite(k, names), _rewrite(v, names)) for k, v in value.items()]
-        if all(k is new_k and v is new_v for k, v, new_k, new_v in pairs):
+class _Renamer:
+    """Walks a result and renames the paths in its strings (``names``: path -> name, longest first).
+
+    A report holds hundreds of thousands of values: numbers (:data:`_LEAVES`) and strings shorter
+    than the shortest path (step names, cause names) are passed over without a call."""
+
+    def __init__(self, names: list[tuple[str, str]]) -> None:
+        self.names = names
+        self.shortest = min(len(path) for path, _ in names)
+
+    def holds_none(self, value: Any) -> bool:
+        kind = type(value)
+        return kind in _LEAVES or (kind is str and len(value) < self.shortest)
+
+    def rewrite(self, value: Any) -> Any:
+        """``value`` with the paths in its strings renamed; a part that holds none is returned as it
+        is (the same object), so that a large report is walked, not rebuilt."""
+        kind: type = type(value)
+        if kind in _LEAVES:
             return value
-        return {new_k: new_v for _, _, new_k, new_v in pairs}
-    return value
+        if isinstance(value, str):
+            for path, name in self.names:
+                if path in value:
+                    value = value.replace(path, name)
+            return value
+        shortest = self.shortest
+        fields_of = _init_fields(kind)
+        if fields_of is not None:
+            changes = {}
+            for name in fields_of:
+                old = getattr(value, name)
+                kind = type(old)
+                if kind in _LEAVES or (kind is str and len(old) < shortest):
+                    continue
+                new = self.rewrite(old)
+                if new is not old:
+                    changes[name] = new
+            return replace(value, **changes) if changes else value
+        if isinstance(value, tuple) and not hasattr(value, "_fields"):
+            items = tuple(v if self.holds_none(v) else self.rewrite(v) for v in value)
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        if isinstance(value, list):
+            return [self.rewrite(v) for v in value]
+        if isinstance(value, Mapping):
+            pairs = [
+                (k, v, k if self.holds_none(k) else self.rewrite(k), v if self.holds_none(v) else self.rewrite(v))
+                for k, v in value.items()
+            ]
+            if all(k is new_k and v is new_v for k, v, new_k, new_v in pairs):
+                return value
+            return {new_k: new_v for _, _, new_k, new_v in pairs}
+        return value
 
 
 @cache
