@@ -33,6 +33,7 @@ from traceq.intervals import (
     merge,
     merge_by_key,
     overlap_with_windows,
+    overlaps,
     subtract,
     union,
 )
@@ -320,6 +321,23 @@ def test_overlap_with_windows_counts_each_intervals_ns_inside_the_windows(x: Int
     inside = covered(windows)
     expected = [int((inside & window_cells(s, e)).sum()) for s, e in pairs_of(x)]
     assert overlap_with_windows(x, windows).tolist() == expected
+
+
+@SETTINGS
+@given(interval_sets, window_sets)
+def test_overlaps_says_whether_each_interval_has_a_ns_inside_the_windows(x: Intervals, windows: Intervals) -> None:
+    inside = covered(windows)
+    expected = [bool((inside & window_cells(s, e)).any()) for s, e in pairs_of(x)]
+    assert overlaps(x, windows).tolist() == expected
+
+
+def test_overlaps_examples() -> None:
+    windows = iv((10, 20), (30, 40))
+    # before, touching the first's start, inside, spanning the gap, in the gap, touching the
+    # last's end, after, zero-length inside
+    x = iv((0, 10), (5, 11), (12, 13), (19, 31), (20, 30), (40, 50), (45, 60), (15, 15))
+    assert overlaps(x, windows).tolist() == [False, True, True, True, False, False, False, False]
+    assert overlaps(x, iv()).tolist() == [False] * 8
 
 
 @SETTINGS

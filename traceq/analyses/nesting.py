@@ -88,7 +88,7 @@ def _depths_by_search(keyed: pl.DataFrame, by: Sequence[str]) -> Array | None:
     width = int(end.max()) - low + 1
     if (int(group.max()) + 1) * width >= PACKED_LIMIT:
         return None
-    ends = np.sort(group * width + (end - low))
+    ends = np.sort(group * width + (end - low), kind="stable")  # (nearly sorted: see _innermost_by_search)
     return np.arange(len(start), dtype=np.int64) - np.searchsorted(ends, group * width + (start - low), "right")
 
 
@@ -163,8 +163,10 @@ def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequenc
     grouped = point_group >= 0
     point_key = point_group * width + (t - low)
     # Open at t: started by t minus ended by t (each range counts in its own group only).
-    starts = np.sort(range_group * width + (start - low))
-    ends = np.sort(range_group * width + (end - low))
+    # The ranges come sorted by (group, start) and their ends nearly so: NumPy's merge sort finds
+    # those runs (its default sort does not).
+    starts = np.sort(range_group * width + (start - low), kind="stable")
+    ends = np.sort(range_group * width + (end - low), kind="stable")
     open_n = np.searchsorted(starts, point_key, "right") - np.searchsorted(ends, point_key, "right")
     asked = np.flatnonzero(grouped & (open_n > 0))
     # The latest-starting range of depth D - 1 that started by t, in the point's group: the groups

