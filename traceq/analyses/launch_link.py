@@ -131,12 +131,18 @@ class LaunchingCalls:
     def points_of(self, calls: Index) -> Index:
         """The point of each of ``calls`` (positions in ``cpu_rows``; :data:`NONE` for none), each
         one a launching call of the table's GPU activity on a device."""
-        out = np.full(len(calls), NONE, np.int64)
-        valid = calls >= 0
-        out[valid] = self.point_at[calls[valid]]
-        if (out[valid] < 0).any():
+        out = _points(self.point_at, calls)
+        if (out[calls >= 0] < 0).any():
             raise ValueError("a call that launched no GPU activity on a device")
         return out
+
+
+def _points(point_at: Index, calls: Index) -> Index:
+    """``point_at`` read at each of ``calls`` (:data:`NONE` where a call is :data:`NONE`)."""
+    out = np.full(len(calls), NONE, np.int64)
+    valid = calls >= 0
+    out[valid] = point_at[calls[valid]]
+    return out
 
 
 @per_frame
@@ -149,10 +155,8 @@ def launching_calls(events: pl.DataFrame) -> LaunchingCalls:
     launching = np.zeros(cpu.height, np.bool_)
     launching[calls[valid]] = True
     point_at = np.where(launching, np.cumsum(launching) - 1, NONE)
-    points = np.full(len(calls), NONE, np.int64)
-    points[valid] = point_at[calls[valid]]
     rows = gathered(cpu, np.flatnonzero(launching), *LAUNCHING_CALL_COLUMNS).with_row_index("_point")
-    return LaunchingCalls(rows, point_at, points)
+    return LaunchingCalls(rows, point_at, _points(point_at, calls))
 
 
 def gathered(frame: pl.DataFrame, positions: Index, *columns: str | pl.Expr) -> pl.DataFrame:

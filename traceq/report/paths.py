@@ -64,6 +64,7 @@ class _Renamer:
         self.shortest = min(len(path) for path, _ in names)
 
     def holds_none(self, value: Any) -> bool:
+        """Whether ``value`` cannot hold a path, told by its type and length alone."""
         kind = type(value)
         return kind in _LEAVES or (kind is str and len(value) < self.shortest)
 
@@ -78,14 +79,12 @@ class _Renamer:
                 if path in value:
                     value = value.replace(path, name)
             return value
-        shortest = self.shortest
         fields_of = _init_fields(kind)
         if fields_of is not None:
             changes = {}
             for name in fields_of:
                 old = getattr(value, name)
-                kind = type(old)
-                if kind in _LEAVES or (kind is str and len(old) < shortest):
+                if self.holds_none(old):
                     continue
                 new = self.rewrite(old)
                 if new is not old:

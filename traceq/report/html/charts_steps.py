@@ -9,6 +9,7 @@ to draw; the page (:mod:`traceq.report.html.page`) serialises it.  Trace strings
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -89,14 +90,16 @@ def step_breakdown_figure(report: Report) -> dict[str, Any] | None:
     # trace of thousands of steps took most of the page's render time), and these are plain
     # lists of strings and floats that need no checking.
     traces: list[dict[str, Any]] = []
-    durations = _Durations()
+    # Each distinct duration is written once: thousands of steps repeat values (zero above all, in
+    # every idle segment a step does not have).
+    duration = functools.cache(format_ns)
     for n, d in enumerate(devices):
         steps = steps_of(report, d)
         labels = _step_labels(steps)
         # Each step's hover head and length are written once, not once per segment.
         device = device_label(d.rank, d.device, style="cell")
         heads = [f"{device} · {plot_text(shorten(s.name, 60))}<br>" for s in steps]
-        lengths = [durations.text(s.dur_ns) for s in steps]
+        lengths = [duration(s.dur_ns) for s in steps]
         row, col = n // cols + 1, n % cols + 1
         subplot = fig.get_subplot(row, col)
         refs = {
@@ -106,7 +109,7 @@ def step_breakdown_figure(report: Report) -> dict[str, Any] | None:
         for seg in used:
             values = [seg.value(s) for s in steps]
             hover = [
-                f"{head}{seg.label}: {durations.text(v)} ({pct(v, s.dur_ns)} of {length})"
+                f"{head}{seg.label}: {duration(v)} ({pct(v, s.dur_ns)} of {length})"
                 for s, v, head, length in zip(steps, values, heads, lengths, strict=True)
             ]
             traces.append(
@@ -136,20 +139,6 @@ def step_breakdown_figure(report: Report) -> dict[str, Any] | None:
     out = figure_dict(fig)
     out["data"] = traces
     return out
-
-
-class _Durations:
-    """:func:`~traceq.units.format_ns` of each distinct value once: a chart of thousands of steps
-    repeats values (zero above all, in every idle segment a step does not have)."""
-
-    def __init__(self) -> None:
-        self._texts: dict[int, str] = {}
-
-    def text(self, ns: int) -> str:
-        found = self._texts.get(ns)
-        if found is None:
-            found = self._texts[ns] = format_ns(ns)
-        return found
 
 
 def idle_by_cause_figure(report: Report) -> dict[str, Any] | None:
