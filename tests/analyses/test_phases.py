@@ -5,10 +5,13 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from hypothesis import given, settings
+import polars as pl
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from traceq.analyses.phases import _EMPTY, NO_PHASE, _innermost, _paint
+from traceq import intervals as iv
+from traceq.analyses.model import CAUSES
+from traceq.analyses.phases import _EMPTY, NO_PHASE, _device_phases, _innermost, _paint
 from traceq.api import phases
 
 from ..builders import kernel, launch, step, trace
@@ -63,3 +66,74 @@ def test_work_launched_outside_every_phase_or_not_launched_is_no_phase() -> None
     ]
     got = phases(trace(*rows)).select("phase", "activities").sort("phase").rows()
     assert got == sorted([(NO_PHASE, 2), ("forward", 1)])
+
+
+def _apart_spans(drawn: list[tuple[int, int, int]]) -> tuple[list[int], list[int], list[int]]:
+    """Spans in start order, none overlapping the next: (gap before, length, key) each."""
+    starts, ends, keys, t = [], [], [], 0
+    for gap, length, key in drawn:
+        starts.append(t + gap)
+        ends.append(t + gap + length)
+        keys.append(key)
+        t += gap + length
+    return starts, ends, keys
+
+
+def _disjoint(drawn: list[tuple[int, int]]) -> iv.Intervals:
+    return iv.merge(iv.Intervals.from_arrays([s for s, _ in drawn], [s + d for s, d in drawn]))
+
+
+SPAN = st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(-1, 4))
+PAIR = st.tuples(st.integers(0, 60), st.integers(0, 15))
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    st.lists(SPAN, max_size=12),
+    st.lists(SPAN, max_size=8),
+    st.lists(PAIR, min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(0, 60), st.integers(1, 12), st.sampled_from([0, 1, None])), max_size=5),
+    st.lists(st.tuples(st.integers(0, 60), st.integers(0, 20), st.integers(-1, 4), st.integers(0, 1)), max_size=8),
+    st.lists(st.tuples(st.sampled_from(CAUSES), st.integers(0, 60), st.integers(0, 10)), max_size=6),
+)
+def test_apart_activities_are_measured_as_the_painted_segments(
+    compute: list[tuple[int, int, int]],
+    comm: list[tuple[int, int, int]],
+    windows: list[tuple[int, int]],
+    gaps: list[tuple[int, int, int | None]],
+    ranges: list[tuple[int, int, int, int]],
+    causes: list[tuple[str, int, int]],
+) -> None:
+    """Where no two compute activities overlap and no two communication ones do (each kind on one
+    stream; compute and communication overlap freely), measuring each activity's own ns gives what
+    painting every segment with its largest key gives: every measure, every phase key."""
+    c_start, c_end, c_key = _apart_spans(compute)
+    m_start, m_end, m_key = _apart_spans(comm)
+    acts = pl.DataFrame(
+        {
+            "start_ns": c_start + m_start,
+            "end_ns": c_end + m_end,
+            "phase_key": c_key + m_key,
+            "is_comm": [False] * len(c_start) + [True] * len(m_start),
+        },
+        schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "phase_key": pl.Int64, "is_comm": pl.Boolean},
+    ).sort("start_ns", "end_ns", maintain_order=True)
+    gap_rows, t = [], 0
+    for gap, length, thread in gaps:  # idle intervals: in start order, apart
+        gap_rows.append((t + gap, t + gap + length, thread))
+        t += gap + length
+    gap_frame = pl.DataFrame(
+        gap_rows, schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "thread": pl.Int64}, orient="row"
+    )
+    range_frame = pl.DataFrame(
+        [(s, s + d, k, tid) for s, d, k, tid in ranges],
+        schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "key": pl.Int64, "tid": pl.Int64},
+        orient="row",
+    )
+    by_cause = {c: _disjoint([(s, d) for cc, s, d in causes if cc == c]) for c in {c for c, _, _ in causes}}
+    win = _disjoint(windows)
+    assume(len(win) > 0)
+    n_keys = 6
+    fast = _device_phases(acts, win, gap_frame, by_cause, range_frame, n_keys)
+    painted = _device_phases(acts, win, gap_frame, by_cause, range_frame, n_keys, painted=True)
+    assert {k: v.tolist() for k, v in fast.items()} == {k: v.tolist() for k, v in painted.items()}

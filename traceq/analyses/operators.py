@@ -180,7 +180,7 @@ def _operator_ranges(cpu: pl.DataFrame, step_pattern: str) -> pl.DataFrame:
     process without one, its operator-named ranges, or without those its ranges other than step
     and module ranges."""
     cpu = cpu.filter(pl.col("kind").is_in(("cpu_op", "range")))  # (one pass over every CPU row)
-    names = cpu.get_column("name")
+    names = cpu.get_column("name").unique()  # (once: each pattern below is matched against these)
     steps = matching(names, compile_step_pattern(step_pattern))
     module_names = matching(names, DEFAULT_MODULE_PATTERN)
     op_names = matching(names, OPERATOR_RANGE_PATTERN)

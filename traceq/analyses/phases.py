@@ -66,14 +66,14 @@ def phase_ranges(cpu: pl.DataFrame, step_pattern: str, patterns: Sequence[str] =
     name (String), start_ns, end_ns, with ``_range``/``_depth`` (:func:`~traceq.analyses.nesting.prepared`)
     and ``key`` (Int64): the range's place in (start, end descending) order, so that of two open
     ranges the one with the larger key is the innermost."""
-    names = cpu.get_column("name")
+    names = cpu.get_column("name").unique()  # (once: each pattern below is matched against these)
     steps = matching(names, compile_step_pattern(step_pattern))
     if patterns:
         wanted = pl.concat([matching(names, p) for p in patterns]).unique()
         kinds: tuple[str, ...] = ("range", "cpu_op", "python", "other")
     else:
         excluded = pl.concat([matching(names, OPERATOR_RANGE_PATTERN), matching(names, DEFAULT_MODULE_PATTERN)])
-        wanted = names.unique().cast(pl.String)
+        wanted = names.cast(pl.String)
         wanted = wanted.filter(~wanted.is_in(excluded.implode()))
         kinds = ("range",)
     name = pl.col("name").cast(pl.String)
@@ -128,6 +128,8 @@ def phase_table(
     n_keys = len(key_name)  # index key + 1; 0 is no phase, which the last name reads through key -1
     key_name = pl.concat([key_name.tail(1), key_name.head(n_keys - 1)])
     frames: list[pl.DataFrame] = []
+    # (what _device_phases reads: a filter copies only these columns, and one device's are all rows)
+    narrow = activity.select("dev", "start_ns", "end_ns", "phase_key", "is_comm")
     for dev_row in device_table.iter_rows(named=True):
         dev = int(dev_row["dev"])
         win = iv.merge(iv.Intervals.from_frame(windows.filter(pl.col("dev") == dev)))
@@ -135,7 +137,7 @@ def phase_table(
             continue
         mine = ranges.filter((pl.col("source") == dev_row["source"]) & pl.col("pid").eq_missing(dev_row["pid"]))
         measured = _device_phases(
-            activity.filter(pl.col("dev") == dev),
+            narrow if device_table.height == 1 else narrow.filter(pl.col("dev") == dev),
             win,
             gaps.filter(pl.col("dev") == dev),
             causes.get(dev, {}),
@@ -180,44 +182,110 @@ def _device_phases(
     causes: Mapping[str, iv.Intervals],
     ranges: pl.DataFrame,
     n_keys: int,
+    *,
+    painted: bool = False,
 ) -> dict[str, np.ndarray]:
     """Per phase key + 1 (index 0: no phase; ``n_keys`` of them), one device's ns of each measure
-    inside ``win``, and its ``activities``."""
+    inside ``win``, and its ``activities``.
+
+    A segment of the device's time between two consecutive bounds of anything measured (the
+    activities, windows, gaps, phase ranges and causes) is compute time of the largest phase key
+    among the compute activities covering it, else exposed communication of the largest among the
+    communication ones, else idle time of the host's phase at its start.  Where no two compute
+    activities overlap and no two communication ones do (one stream each: a segment is covered by
+    at most one of each), each activity's own ns in the windows is its phase's, and only the idle
+    time is cut into segments; else (or with ``painted``, which the tests compare against) every
+    segment is painted with its largest key."""
     a_start = acts.get_column("start_ns").to_numpy()
     a_end = acts.get_column("end_ns").to_numpy()
     a_key = acts.get_column("phase_key").to_numpy()
     a_comm = acts.get_column("is_comm").to_numpy()
-    g_start = gaps.get_column("start_ns").to_numpy()
-    g_end = gaps.get_column("end_ns").to_numpy()
-    r_start = ranges.get_column("start_ns").to_numpy()
-    r_end = ranges.get_column("end_ns").to_numpy()
-    parts = [a_start, a_end, win.start_ns, win.end_ns, g_start, g_end, r_start, r_end]
-    parts += [x for c in causes.values() for x in (c.start_ns, c.end_ns)]
-    bounds = iv.distinct(np.concatenate(parts), runs=True)  # each part is sorted, or nearly
-    seg_start, seg_end = bounds[:-1], bounds[1:]
-    seg_len = np.where(_inside(seg_start, win), seg_end - seg_start, 0)
-    compute = _paint(bounds, a_start[~a_comm], a_end[~a_comm], a_key[~a_comm])
-    comm = _paint(bounds, a_start[a_comm], a_end[a_comm], a_key[a_comm])
-    exposed = np.where(compute == _EMPTY, comm, _EMPTY)
-    out = {
-        "compute_ns": _sum_by_key(compute, seg_len, n_keys),
-        "comm_ns": _sum_by_key(comm, seg_len, n_keys),
-        "exposed_comm_ns": _sum_by_key(exposed, seg_len, n_keys),
-    }
-    # The idle segments (no activity) are a few thousand of a device's millions: the host's phase
-    # and the causes are read for those alone.
-    idle = np.flatnonzero((compute == _EMPTY) & (comm == _EMPTY))
-    idle_start, idle_len = seg_start[idle], seg_len[idle]
+    r = ranges.select("start_ns", "end_ns")
+    g = gaps.select("start_ns", "end_ns")
+    # Where the idle measures can change: the windows, the gaps and phase ranges (the host's
+    # phase) and the causes.
+    breaks = [win.start_ns, win.end_ns, *(f.get_column(c).to_numpy() for f in (g, r) for c in f.columns)]
+    breaks += [x for c in causes.values() for x in (c.start_ns, c.end_ns)]
+    compute = (a_start[~a_comm], a_end[~a_comm], a_key[~a_comm])
+    comm = (a_start[a_comm], a_end[a_comm], a_key[a_comm])
+    if not painted and _apart(*compute[:2]) and _apart(*comm[:2]):
+        out, idle_start, idle_len = _measured_apart((a_start, a_end), compute, comm, win, breaks, n_keys)
+    else:
+        out, idle_start, idle_len = _measured_painted(compute, comm, win, breaks, n_keys)
     host = _host_phase(idle_start, gaps, ranges)
     out["idle_ns"] = _sum_by_key(host, idle_len, n_keys)
     for cause in CAUSES:
         region = causes.get(cause)
-        inside = _inside(idle_start, region) if region is not None else np.zeros(len(idle), bool)
+        inside = _inside(idle_start, region) if region is not None else np.zeros(len(idle_start), bool)
         out[f"idle_{cause}_ns"] = _sum_by_key(np.where(inside, host, _EMPTY), idle_len, n_keys)
     out["dur_ns"] = out["compute_ns"] + out["exposed_comm_ns"] + out["idle_ns"]
     launched = np.bincount(a_key + 1, minlength=n_keys)[:n_keys] if len(a_key) else np.zeros(n_keys, np.int64)
     out["activities"] = launched.astype(np.int64)
     return out
+
+
+_Spans = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Activities' starts, ends and phase keys."""
+_Measured = tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]
+"""The busy measures by key, and the idle segments' starts and ns inside the windows."""
+
+
+def _apart(start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether the intervals come in start order and none overlaps the next (nor so any other)."""
+    return bool(np.all(start[1:] >= end[:-1]))
+
+
+def _measured_apart(
+    every: tuple[np.ndarray, np.ndarray],
+    compute: _Spans,
+    comm: _Spans,
+    win: iv.Intervals,
+    breaks: list[np.ndarray],
+    n_keys: int,
+) -> _Measured:
+    """:func:`_device_phases`' busy measures where each kind's activities are apart (``every``: all
+    of them, in table order): each one's ns in the windows (and a communication one's exposed ns,
+    outside the compute activities too); and the idle segments: the device's idle time, cut at
+    the breaks inside it (the functions read there change only at breaks)."""
+    compute_iv, comm_iv = iv.Intervals._trusted(*compute[:2]), iv.Intervals._trusted(*comm[:2])
+    comm_in = iv.overlap_with_windows(comm_iv, win)
+    hidden = iv.overlap_with_windows(comm_iv, iv.intersect(iv.merge(compute_iv), win))
+    out = {
+        "compute_ns": _sum_by_key(compute[2], iv.overlap_with_windows(compute_iv, win), n_keys),
+        "comm_ns": _sum_by_key(comm[2], comm_in, n_keys),
+        "exposed_comm_ns": _sum_by_key(comm[2], comm_in - hidden, n_keys),
+    }
+    spans = [*compute[:2], *comm[:2], *breaks]
+    lo = min(int(x.min()) for x in spans if len(x))
+    hi = max(int(x.max()) for x in spans if len(x))
+    idle = iv.complement(iv.merge(iv.Intervals._trusted(*every)), lo, hi)  # (in start order: no sort)
+    bounds = iv.distinct(np.concatenate([idle.start_ns, idle.end_ns, *breaks]))
+    seg_start, seg_end = bounds[:-1], bounds[1:]
+    keep = _inside(seg_start, idle)
+    idle_start = seg_start[keep]
+    return out, idle_start, np.where(_inside(idle_start, win), seg_end[keep] - idle_start, 0)
+
+
+def _measured_painted(
+    compute: _Spans, comm: _Spans, win: iv.Intervals, breaks: list[np.ndarray], n_keys: int
+) -> _Measured:
+    """:func:`_device_phases`' busy measures by painting every segment with its largest key, and
+    its idle segments."""
+    bounds = iv.distinct(np.concatenate([*compute[:2], *comm[:2], *breaks]), runs=True)  # each part sorted, or nearly
+    seg_start, seg_end = bounds[:-1], bounds[1:]
+    seg_len = np.where(_inside(seg_start, win), seg_end - seg_start, 0)
+    covered_compute = _paint(bounds, *compute)
+    covered_comm = _paint(bounds, *comm)
+    exposed = np.where(covered_compute == _EMPTY, covered_comm, _EMPTY)
+    out = {
+        "compute_ns": _sum_by_key(covered_compute, seg_len, n_keys),
+        "comm_ns": _sum_by_key(covered_comm, seg_len, n_keys),
+        "exposed_comm_ns": _sum_by_key(exposed, seg_len, n_keys),
+    }
+    # The idle segments (no activity) are a few thousand of a device's millions: the host's phase
+    # and the causes are read for those alone.
+    idle = np.flatnonzero((covered_compute == _EMPTY) & (covered_comm == _EMPTY))
+    return out, seg_start[idle], seg_len[idle]
 
 
 def _inside(points: np.ndarray, region: iv.Intervals) -> np.ndarray:

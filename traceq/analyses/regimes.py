@@ -27,7 +27,8 @@ its work replays as CUDA graphs (then launches are no longer paid per kernel).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final
 
 import numpy as np
 import polars as pl
@@ -46,6 +47,8 @@ REGIMES: Final = REGIME_VERDICTS[:5]
 OVERHEAD_MATERIAL: Final = 0.05
 """Launch overhead makes a device overhead-bound (when t_cpu > t_k) from this share of step time,
 the findings' threshold."""
+
+BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
 GRAPH_LAUNCH_PATTERN: Final = r"(?i)GraphLaunch"
 """Launching calls that replay a CUDA (or HIP) graph: ``cudaGraphLaunch``, ``cuGraphLaunch``, ``hipGraphLaunch``."""
@@ -67,14 +70,7 @@ def regimes(
     start_ns, end_ns, dur_ns, next_kind); ``launches``: every launching call (dev, tid, name,
     start_ns, end_ns, correlation; :func:`traceq.analyses.idle.launches_by_device`).
     """
-    # Narrow frames first: each filter below copies only the columns it is read for.
-    kernels = with_kernel_class(
-        activity.lazy()
-        .filter(pl.col("kind") == "kernel")
-        .select("dev", "name", "start_ns", "end_ns", "is_comm", "correlation")
-        .collect()
-    )
-    spans = activity.select("dev", "start_ns", "end_ns", "is_comm")
+    rows = _Rows.of(activity)  # (read once as arrays: every selection below is a mask, not a copy of a frame)
     calls = launches.select("dev", "tid", "name", "start_ns", "end_ns", "correlation")
     out: dict[int, Regime | None] = {}
     empty = iv.Intervals.empty()
@@ -84,25 +80,25 @@ def regimes(
         if step_ns == 0:
             out[dev] = None
             continue
-        mine = _of_dev(kernels, dev, n_devices)
-        on_dev = _of_dev(spans, dev, n_devices)
+        on_dev = rows.on(dev)
+        kernels = on_dev & rows.kernel
         dev_calls = _of_dev(calls, dev, n_devices)
         dev_causes = causes.get(dev, {})
         short = gaps.filter(
             (pl.col("dev") == dev) & (pl.col("dur_ns") < SHORT_GAP_NS) & (pl.col("next_kind") == "kernel")
         )
         overhead = iv.union(dev_causes.get("launch", empty), iv.intersect(dev_causes.get("cpu", empty), _of(short)))
-        comm = _union(on_dev.filter(pl.col("is_comm")))
-        compute = _union(on_dev.filter(~pl.col("is_comm")))
-        classes = mine.select("start_ns", "end_ns", "kernel_class")
+        comm = rows.union(on_dev & rows.comm)
+        compute = rows.union(on_dev & rows.not_comm)
         shares = {
             "overhead-bound": iv.measure(iv.intersect(overhead, windows)),
-            "memory-bound": _in(classes.filter(pl.col("kernel_class").is_in(sorted(MEMORY_BOUND_CLASSES))), windows),
-            "compute-bound": _in(classes.filter(pl.col("kernel_class").is_in(sorted(MATH_CLASSES))), windows),
+            "memory-bound": iv.measure(iv.intersect(rows.union(kernels & rows.memory_class), windows)),
+            "compute-bound": iv.measure(iv.intersect(rows.union(kernels & rows.math_class), windows)),
             "communication-bound": iv.measure(iv.intersect(iv.subtract(comm, compute), windows)),
             "input-bound": iv.measure(iv.intersect(dev_causes.get("input", empty), windows)),
         }
-        t_k = _median_kernel_ns(mine.select("start_ns", "end_ns", "is_comm").filter(~pl.col("is_comm")), windows)
+        inside = rows.inside(kernels, windows)
+        t_k = _median_ns(rows.lengths_ns(inside & rows.not_comm))
         t_cpu = _launch_interval_ns(dev_calls.select("tid", "start_ns", "end_ns"), windows)
         verdict = _verdict(shares, step_ns, t_k, t_cpu)
         out[dev] = Regime(
@@ -115,9 +111,72 @@ def regimes(
             input_ns=shares["input-bound"],
             t_k_ns=t_k,
             t_cpu_ns=t_cpu,
-            graph_share=_graph_share(mine.select("start_ns", "end_ns", "correlation"), dev_calls, windows),
+            graph_share=_graph_share(rows.correlation, np.flatnonzero(inside), dev_calls),
         )
     return out
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The activity rows as arrays (each column read once) and the row masks the regimes select by."""
+
+    dev: np.ndarray[Any, np.dtype[Any]] | int | None
+    """Each row's dev, or the one dev of every row (None: no rows)"""
+    start_ns: iv.Int64Array
+    end_ns: iv.Int64Array
+    correlation: pl.Series
+    kernel: BoolArray
+    comm: BoolArray
+    not_comm: BoolArray
+    """(a row whose ``is_comm`` is null is neither communication nor compute)"""
+    memory_class: BoolArray
+    math_class: BoolArray
+
+    @classmethod
+    def of(cls, activity: pl.DataFrame) -> _Rows:
+        classes = with_kernel_class(activity.select("name", "is_comm")).get_column("kernel_class")
+        flags = activity.select(
+            (pl.col("kind") == "kernel").fill_null(False).alias("kernel"),
+            pl.col("is_comm").fill_null(False).alias("comm"),
+            (~pl.col("is_comm")).fill_null(False).alias("not_comm"),
+        )
+        devs = activity.get_column("dev")
+        return cls(
+            dev=_only_dev(devs) if not devs.null_count() and devs.min() == devs.max() else devs.to_numpy(),
+            start_ns=activity.get_column("start_ns").to_numpy(),
+            end_ns=activity.get_column("end_ns").to_numpy(),
+            correlation=activity.get_column("correlation"),
+            kernel=flags.get_column("kernel").to_numpy(),
+            comm=flags.get_column("comm").to_numpy(),
+            not_comm=flags.get_column("not_comm").to_numpy(),
+            memory_class=classes.is_in(sorted(MEMORY_BOUND_CLASSES)).fill_null(False).to_numpy(),
+            math_class=classes.is_in(sorted(MATH_CLASSES)).fill_null(False).to_numpy(),
+        )
+
+    def on(self, dev: int) -> BoolArray:
+        """The rows of ``dev``."""
+        if self.dev is None or isinstance(self.dev, int):
+            return np.full(self.start_ns.size, self.dev == dev, np.bool_)
+        return np.asarray(self.dev == dev, np.bool_)
+
+    def union(self, rows: BoolArray) -> iv.Intervals:
+        """The union of the selected rows' spans."""
+        return iv.merge(iv.Intervals._trusted(self.start_ns[rows], self.end_ns[rows]))
+
+    def inside(self, rows: BoolArray, windows: iv.Intervals) -> BoolArray:
+        """The selected rows that share a ns with ``windows``."""
+        picked = np.flatnonzero(rows)
+        out = np.zeros(self.start_ns.size, np.bool_)
+        out[picked] = iv.overlaps(iv.Intervals._trusted(self.start_ns[picked], self.end_ns[picked]), windows)
+        return out
+
+    def lengths_ns(self, rows: BoolArray) -> iv.Int64Array:
+        return self.end_ns[rows] - self.start_ns[rows]
+
+
+def _only_dev(devs: pl.Series) -> int | None:
+    """The dev of every row of ``devs`` (all the same; None: no rows)."""
+    return None if devs.is_empty() else int(devs[0])
 
 
 def _verdict(shares: Mapping[str, int], step_ns: int, t_k: int | None, t_cpu: int | None) -> str:
@@ -150,47 +209,38 @@ def _of(rows: pl.DataFrame) -> iv.Intervals:
     return iv.Intervals.from_frame(rows) if rows.height else iv.Intervals.empty()
 
 
-def _union(rows: pl.DataFrame) -> iv.Intervals:
-    return iv.merge(_of(rows))
-
-
-def _in(rows: pl.DataFrame, windows: iv.Intervals) -> int:
-    return iv.measure(iv.intersect(_union(rows), windows))
-
-
-def _inside(rows: pl.DataFrame, windows: iv.Intervals) -> pl.DataFrame:
-    """The rows that overlap the windows."""
-    if rows.is_empty():
-        return rows
-    return rows.filter(pl.Series(iv.overlaps(_of(rows), windows)))
-
-
-def _median_kernel_ns(kernels: pl.DataFrame, windows: iv.Intervals) -> int | None:
-    inside = _inside(kernels, windows)
-    if inside.is_empty():
-        return None
-    return round(float(np.median((inside.get_column("end_ns") - inside.get_column("start_ns")).to_numpy())))
+def _median_ns(lengths_ns: iv.Int64Array) -> int | None:
+    return round(float(np.median(lengths_ns))) if lengths_ns.size else None
 
 
 def _launch_interval_ns(launches: pl.DataFrame, windows: iv.Intervals) -> int | None:
     """The median interval between consecutive launch starts on the thread that launches most."""
-    inside = _inside(launches, windows)
-    if inside.height < 2:
+    if launches.height < 2:
         return None
-    main = inside.group_by("tid").len().sort(["len", "tid"], descending=[True, False]).item(0, "tid")
+    inside = pl.Series(iv.overlaps(_of(launches), windows))
+    tids = launches.get_column("tid").filter(inside)
+    if tids.len() < 2:
+        return None
+    # (a lazy group-by: the eager one gathers every group's rows first)
+    counts = tids.to_frame("tid").lazy().group_by("tid").len().sort(["len", "tid"], descending=[True, False])
+    main = counts.collect().item(0, "tid")
+    mine = inside & (launches.get_column("tid") == main).fill_null(False)
     # (a thread's calls come in start order: NumPy's merge sort sees one run, 0.015 s against 0.66 s
     # for its default sort on 10 M launches)
-    starts = np.sort(inside.filter(pl.col("tid") == main).get_column("start_ns").to_numpy(), kind="stable")
+    starts = np.sort(launches.get_column("start_ns").filter(mine).to_numpy(), kind="stable")
     if starts.size < 2:
         return None
     return round(float(np.median(np.diff(starts))))
 
 
-def _graph_share(kernels: pl.DataFrame, launches: pl.DataFrame, windows: iv.Intervals) -> float:
-    """The share of the device's kernels (in the windows) that a graph launch replayed."""
-    inside = _inside(kernels, windows)
-    if inside.is_empty():
+def _graph_share(correlation: pl.Series, inside: np.ndarray[Any, np.dtype[np.intp]], launches: pl.DataFrame) -> float:
+    """The share of the device's kernels in the windows (the rows ``inside``) that a graph launch
+    (among ``launches``, the device's launching calls) replayed."""
+    if inside.size == 0:
         return 0.0
     graphs = matching(launches.get_column("name"), GRAPH_LAUNCH_PATTERN)  # (the regex once per name)
+    if graphs.is_empty():
+        return 0.0
     graph = launches.filter(pl.col("name").is_in(graphs.implode())).get_column("correlation")
-    return float(inside.get_column("correlation").is_in(graph.implode()).sum()) / inside.height
+    replayed = correlation.gather(pl.Series(inside, dtype=pl.Int64)).is_in(graph.implode()).sum()
+    return float(replayed) / inside.size
