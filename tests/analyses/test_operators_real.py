@@ -21,7 +21,13 @@ import polars as pl
 import pytest
 
 import traceq
-from traceq.analyses.operators import ACTIVITY_OPERATOR_COLUMNS, NAME_COLUMNS, NVTX_OP_ARGUMENTS, operator_links
+from traceq.analyses.operators import (
+    ACTIVITY_OPERATOR_COLUMNS,
+    NAME_COLUMNS,
+    NVTX_OP_ARGUMENTS,
+    REPORT_COLUMNS,
+    operator_links,
+)
 
 KINETO = "hta/trace_diff/control/control.json.gz"
 NSYS = "nsys/nsysai_h100_2gpu_1s_2026.2.1.sqlite"
@@ -129,3 +135,19 @@ def test_the_coded_reading_holds_the_same_rows_with_names_as_codes(shared_traces
         assert isinstance(coded.schema[column], (pl.Categorical, pl.Enum))
     assert coded.with_columns(pl.col(c).cast(pl.String) for c in NAME_COLUMNS).equals(strings)
     assert strings.get_column("op_name").drop_nulls().len() > 0
+
+
+@pytest.mark.parametrize("name", [KINETO, NSYS])
+@pytest.mark.parametrize(
+    "columns",
+    [REPORT_COLUMNS, ("row", "op_name"), ("module", "launch_name"), ("start_ns", "op_path", "op_linked_by"), ("kind",)],
+)
+def test_asking_for_some_columns_gives_those_columns_of_the_whole_reading(
+    shared_traces: Path, name: str, columns: tuple[str, ...]
+) -> None:
+    """Columns asked of ``operator_links`` (the report asks :data:`REPORT_COLUMNS`, and only what
+    they need is computed) are those columns of the whole reading, row for row."""
+    events = traceq.load(shared_traces / name).events
+    some = operator_links(events, columns=columns)
+    assert some.equals(operator_links(events).select(c for c in ACTIVITY_OPERATOR_COLUMNS if c in columns))
+    assert some.height > 0

@@ -43,7 +43,7 @@ from traceq.analyses.model import (
     StepBreakdown,
     zero_by_cause,
 )
-from traceq.analyses.operators import operator_links, operator_table, top_operators
+from traceq.analyses.operators import REPORT_COLUMNS, operator_links, operator_table, top_operators
 from traceq.analyses.options import Options
 from traceq.analyses.phases import activity_phases, phase_breakdowns, phase_ranges, phase_table
 from traceq.analyses.regimes import regimes
@@ -76,7 +76,8 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
     gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
     info = device_table.select("dev", "rank", "pid", "device", "source")
     phases = _phases(cpu, launching_calls(events), activity, windows, gap_rows, attributed, device_table, options)
-    operators = operator_table(operator_links(events, step_pattern=options.step_pattern, cpu=cpu), device_table)
+    links = operator_links(events, step_pattern=options.step_pattern, cpu=cpu, columns=REPORT_COLUMNS)
+    operators = operator_table(links, device_table)
     gap_rows = gap_rows.drop("thread")
     gap_table = (
         gap_rows.join(info, on="dev", how="left")

@@ -98,13 +98,34 @@ def activity_operators(
 
 
 def operator_links(
-    events: pl.DataFrame, *, step_pattern: str = DEFAULT_STEP_PATTERN, cpu: pl.DataFrame | None = None
+    events: pl.DataFrame,
+    *,
+    step_pattern: str = DEFAULT_STEP_PATTERN,
+    cpu: pl.DataFrame | None = None,
+    columns: tuple[str, ...] = ACTIVITY_OPERATOR_COLUMNS,
 ) -> pl.DataFrame:
     """:func:`activity_operators` with its :data:`NAME_COLUMNS` as codes (Categorical; ``kind`` and
     ``op_linked_by`` Enum), not Strings: the analyses' own reading, where a 20 M-row trace's ten
-    million names per column would cost seconds to write out as Strings.  Memoized per frame."""
-    return _activity_operators(events, step_pattern, _Hint(cpu))
+    million names per column would cost seconds to write out as Strings.  ``columns``: only these
+    (in :data:`ACTIVITY_OPERATOR_COLUMNS`' order; the report reads :data:`REPORT_COLUMNS`), and
+    only what they need is computed.  Memoized per frame."""
+    return _activity_operators(events, step_pattern, _Hint(cpu), columns)
 
+
+REPORT_COLUMNS: Final = (
+    "source",
+    "pid",
+    "device",
+    "kind",
+    "dur_ns",
+    "correlation",
+    "launch_tid",
+    "op_name",
+    "op_start_ns",
+    "op_end_ns",
+)
+"""What the report reads of :func:`operator_links`: the operator table's columns
+(:func:`operator_table`) and the finding's look-up of the operator by correlation."""
 
 NAME_COLUMNS: Final = ("source", "kind", "name", "launch_name", "op_name", "op_path", "op_linked_by", "module")
 """The columns of :func:`activity_operators` that are Strings there and codes in :func:`operator_links`."""
@@ -126,22 +147,41 @@ class _Hint:
         return 0
 
 
+_ACTIVITY_COLUMNS: Final = ACTIVITY_OPERATOR_COLUMNS[:11]
+"""The columns of :func:`activity_operators` that are the activity's own (the rest are its call's)."""
+
+
 @per_frame
-def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) -> pl.DataFrame:
-    rows = device_activity_rows(events)
+def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint, columns: tuple[str, ...]) -> pl.DataFrame:
+    own = [c for c in _ACTIVITY_COLUMNS if c in columns]
+    read = [c for c in own if c not in ("row", "dur_ns")]
+    if "dur_ns" in own:
+        read += [c for c in ("start_ns", "end_ns") if c not in read]
     on_device = (
         events.lazy()
         .filter(ON_DEVICE)
-        .select("source", "pid", "device", "stream", "kind", "name", "start_ns", "end_ns", "correlation")
+        .select(read or ["kind"])  # (one column at least: the rows)
         .collect()
         # (cast after the collect, chunk by chunk, as every column added below: see chunks.py)
         .with_columns(
-            pl.col("source", "name").cast(pl.Categorical),
-            (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
+            *(pl.col(c).cast(pl.Categorical) for c in ("source", "name") if c in read),
+            *([(pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")] if "dur_ns" in own else []),
         )
     )
-    activity = with_columns_like(on_device, pl.Series("row", rows, dtype=pl.UInt32))
-    cpu = cpu_rows(events) if hint.value is None else hint.value
+    activity = (
+        with_columns_like(on_device, pl.Series("row", device_activity_rows(events), dtype=pl.UInt32))
+        if "row" in own
+        else on_device
+    )
+    per_call = _per_call(events, step_pattern, hint, [c for c in columns if c not in _ACTIVITY_COLUMNS])
+    gathered = per_call.select(pl.all().gather(as_index(launching_calls(events).points)))
+    out = with_columns_like(activity, *gathered.get_columns())
+    return out.select(c for c in ACTIVITY_OPERATOR_COLUMNS if c in columns)
+
+
+def _per_call(events: pl.DataFrame, step_pattern: str, hint: _Hint, wanted: list[str]) -> pl.DataFrame:
+    """Per launching call, in _point order (every part below is: no join by _point), the ``wanted``
+    columns of its own, its operator's and its module."""
     calls = launching_calls(events)
     launched = calls.rows.select(
         "_point",
@@ -152,19 +192,13 @@ def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) ->
         pl.col("start_ns").alias("launch_start_ns"),
         pl.col("external_id").alias("_ext"),
     )
-    points = calls.points
-    ops = _operator_ranges(cpu, step_pattern)
-    # Per launching call, in _point order (every part below is): no join by _point.
-    per_call = pl.concat(
-        [
-            launched.drop("_point", "_ext", "source", "pid"),
-            _operators_of_calls(ops, launched),
-            _module_paths(cpu, launched),
-        ],
-        how="horizontal",
-    )
-    out = with_columns_like(activity, *per_call.select(pl.all().gather(as_index(points))).get_columns())
-    return out.select(ACTIVITY_OPERATOR_COLUMNS)
+    cpu = cpu_rows(events) if hint.value is None else hint.value
+    parts = [launched.drop("_point", "_ext", "source", "pid")]
+    if any(c.startswith("op_") for c in wanted):
+        parts.append(_operators_of_calls(_operator_ranges(cpu, step_pattern), launched))
+    if "module" in wanted:
+        parts.append(_module_paths(cpu, launched))
+    return pl.concat(parts, how="horizontal").select(wanted)
 
 
 def _at(table: pl.DataFrame, ranges: pl.Series, *columns: pl.Expr) -> pl.DataFrame:
