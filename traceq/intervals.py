@@ -26,8 +26,8 @@ Calling convention (one for the whole module)
 * **Pure**: inputs are never mutated, arrays are never copied needlessly, and a function may hand
   back its own (immutable) input when that already is the answer.  Normalised input is recognised
   in O(n) and never re-sorted, so chaining calls is cheap.
-* **Vectorised**: no Python loop runs per interval or per window; costs are O(n log n) for unsorted
-  input (two ``np.sort``), O(n) for input sorted by start, and O((n + w) log n) per-window.
+* **Vectorised**: no Python loop per interval or window; O(n log n) for unsorted input (two
+  ``np.sort``), O(n) sorted by start, O((n + w) log n) per window (searches: :mod:`traceq.sorted_search`).
 * All times are int64 ns.  The span from the earliest start to the latest end must fit in int64
   (always true for non-negative timestamps).  Malformed input raises
   :class:`~traceq.errors.InvalidArgumentError`.
@@ -43,6 +43,7 @@ import numpy.typing as npt
 import polars as pl
 
 from traceq.errors import InvalidArgumentError
+from traceq.sorted_search import searchsorted
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -215,8 +216,8 @@ def intersect(a: Intervals, b: Intervals) -> Intervals:
         return a
     # The b-intervals overlapping one a-interval form a contiguous run [lo, hi) because b is
     # sorted and disjoint: those ending after its start and starting before its end.
-    lo = np.searchsorted(b.end_ns, a.start_ns, side="right")
-    hi = np.searchsorted(b.start_ns, a.end_ns, side="left")
+    lo = searchsorted(b.end_ns, a.start_ns, side="right")
+    hi = searchsorted(b.start_ns, a.end_ns, side="left")
     counts = hi - lo
     total = int(counts.sum())
     if total == 0:
@@ -330,7 +331,7 @@ def overlaps(iv: Intervals, windows: Intervals) -> npt.NDArray[np.bool_]:
     m = merge(windows)
     if len(m) == 0:
         return np.zeros(len(iv), np.bool_)
-    first = np.searchsorted(m.end_ns, iv.start_ns, side="right")
+    first = searchsorted(m.end_ns, iv.start_ns, side="right")
     meets = m.start_ns[np.minimum(first, len(m) - 1)] < iv.end_ns
     return (first < len(m)) & (iv.start_ns < iv.end_ns) & meets
 
@@ -463,11 +464,10 @@ def _covered_up_to(m: Intervals, covered_before: Int64Array, t: Int64Array) -> I
         out = np.empty_like(t)
         out[order] = _covered_up_to(m, covered_before, t[order])
         return out
-    k = np.searchsorted(m.start_ns, t, side="right")  # intervals starting at or before t
+    k = searchsorted(m.start_ns, t, side="right")  # intervals starting at or before t
     # All of intervals 0..k-1 lie before t except the part of interval k-1 that reaches past t.
     reach = m.end_ns[np.maximum(k - 1, 0)]
-    overhang = np.where(k > 0, np.maximum(reach - t, 0), 0)
-    return covered_before[k] - overhang
+    return covered_before[k] - np.where(k > 0, np.maximum(reach - t, 0), 0)  # (minus that overhang)
 
 
 def _queries_jump_far(m: Intervals, t: Int64Array) -> bool:

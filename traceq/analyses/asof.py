@@ -23,6 +23,8 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
+from traceq.sorted_search import searchsorted
+
 PACKED_LIMIT: Final = 1 << 62
 """Packed (group, time) keys stay below this (int64 with room for a search's arithmetic)."""
 
@@ -160,7 +162,7 @@ def packed_latest(right_group: Array, right_t: Array, left_group: Array, left_t:
     if order is not None:
         packed = packed[order]
     floor = left_group * width
-    at = np.searchsorted(packed, floor + (left_t - low), "right") - 1
+    at = searchsorted(packed, floor + (left_t - low), "right") - 1
     hit = (left_group >= 0) & (at >= 0) & (packed[np.maximum(at, 0)] >= floor)
     place = at if order is None else order[np.maximum(at, 0)]
     return np.where(hit, place, -1)

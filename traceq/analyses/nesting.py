@@ -42,6 +42,7 @@ from traceq.analyses.asof import (
     packed_latest,
 )
 from traceq.analyses.launch_link import as_index
+from traceq.sorted_search import searchsorted
 
 _IDX = "_range"
 
@@ -167,7 +168,7 @@ def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequenc
     # those runs (its default sort does not).
     starts = np.sort(range_group * width + (start - low), kind="stable")
     ends = np.sort(range_group * width + (end - low), kind="stable")
-    open_n = np.searchsorted(starts, point_key, "right") - np.searchsorted(ends, point_key, "right")
+    open_n = searchsorted(starts, point_key, "right") - searchsorted(ends, point_key, "right")
     asked = np.flatnonzero(grouped & (open_n > 0))
     # The latest-starting range of depth D - 1 that started by t, in the point's group: the groups
     # of that search are (group, depth).

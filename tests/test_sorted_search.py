@@ -1,0 +1,45 @@
+"""Sorted searches: the count gives NumPy's binary searches' answer, value for value."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from traceq import sorted_search
+from traceq.sorted_search import COUNT_FROM, counted, searchsorted
+
+Side = Literal["left", "right"]
+SIDES: st.SearchStrategy[Side] = st.sampled_from(["left", "right"])
+VALUES = st.lists(st.integers(-20, 20), max_size=40)  # (a small range: many ties, within and across)
+
+
+@settings(deadline=None, max_examples=500)
+@given(VALUES, VALUES, SIDES)
+def test_counting_gives_each_sorted_value_its_binary_search_answer(a: list[int], v: list[int], side: Side) -> None:
+    """Ties inside ``a``, inside ``v`` and between them; values before, among and after ``a``."""
+    array, values = np.array(sorted(a), np.int64), np.array(sorted(v), np.int64)
+    assert counted(array, values, side).tolist() == np.searchsorted(array, values, side).tolist()
+
+
+def test_long_sorted_values_are_counted_and_others_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(7)
+    array = np.sort(rng.integers(0, 1_000, 500))
+    calls: list[int] = []
+    real = sorted_search.counted
+
+    def counting(*args: Any) -> Any:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(sorted_search, "counted", counting)
+    long_sorted = np.sort(rng.integers(-10, 1_010, COUNT_FROM))
+    unsorted = rng.integers(-10, 1_010, COUNT_FROM)
+    short = long_sorted[:: COUNT_FROM // 100]
+    for values in (long_sorted, unsorted, short):
+        for side in get_args(Side):
+            assert np.array_equal(searchsorted(array, values, side), np.searchsorted(array, values, side))
+    assert len(calls) == 2  # the long sorted values, on each side

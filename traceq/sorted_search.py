@@ -1,0 +1,48 @@
+"""Where sorted values fall in a sorted array: :func:`searchsorted`, NumPy's answer, found by
+counting where the values are many and sorted themselves.
+
+``np.searchsorted(a, v)`` runs one binary search per value of ``v``.  The analyses ask it for
+ten million sorted times (every launch, every activity start) in a few hundred thousand range or
+window bounds, where each search's jumps miss the cache.  When ``v`` is sorted, the answer is a
+running count instead: the k-th value of ``a`` is passed by every value of ``v`` from its own
+place in ``v`` on, so searching ``a``'s values in ``v`` (``len(a)`` searches) and one cumulative
+sum over ``v``'s positions give every answer (ten million values in 350 thousand bounds: 0.05 s
+against 0.18-0.26 s).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+Positions = np.ndarray[Any, np.dtype[np.intp]]
+
+COUNT_FROM: Final = 1 << 16
+"""Values below this many are searched one by one (the count's pass over them costs more)."""
+
+COUNT_RATIO: Final = 4
+"""The count is used where the values outnumber the array this many times over (else the
+searches of the array's values in them cost as much as the values' own searches)."""
+
+
+def searchsorted(a: npt.NDArray[Any], v: npt.NDArray[Any], side: Literal["left", "right"] = "left") -> Positions:
+    """``np.searchsorted(a, v, side)`` of a sorted 1-D ``a`` (the same answer, always): by counting
+    where ``v`` is long, at least :data:`COUNT_RATIO` times as long as ``a``, and sorted."""
+    if v.size >= COUNT_FROM and v.size >= COUNT_RATIO * a.size and bool(np.all(v[1:] >= v[:-1])):
+        return counted(a, v, side)
+    return np.searchsorted(a, v, side)
+
+
+def counted(a: npt.NDArray[Any], v: npt.NDArray[Any], side: Literal["left", "right"] = "left") -> Positions:
+    """``np.searchsorted(a, v, side)`` of a sorted ``a`` and a sorted ``v``, by counting: the
+    answer for ``v[i]`` is how many values of ``a`` lie before it (``side="left"``: below it;
+    ``"right"``: at or below it), and ``a[k]`` is one of those for every ``i`` from the first
+    place where ``v`` passes it."""
+    passed_from = np.searchsorted(v, a, "right" if side == "left" else "left")
+    counts = np.bincount(passed_from, minlength=v.size + 1)[: v.size]
+    return np.cumsum(counts, out=counts)
+
+
+__all__ = ["COUNT_FROM", "COUNT_RATIO", "counted", "searchsorted"]
