@@ -7,7 +7,8 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from traceq.analyses.host_state import CPU_KINDS, cpu_rows
+from traceq import intervals as iv
+from traceq.analyses.host_state import CPU_KINDS, cpu_rows, host_state
 
 from ..builders import api, kernel, launch, step, table
 
@@ -61,3 +62,49 @@ def test_rows_gathered_from_one_source_keep_it() -> None:
     got = cpu_rows(events)[[3, 0]]
     assert got.get_column("source").to_list() == ["/runs/rank0.json"] * 2
     assert got.get_column("start_ns").to_list() == [100, 0]
+
+
+@pytest.mark.parametrize(
+    ("threads", "null_pid"),
+    [
+        ([("/a", 1, 10)], False),  # one thread of several
+        ([("/a", 1, 11), ("/b", 1, 10), ("/a", 1, 10)], False),  # same pid and tid in two sources
+        ([("/a", 2, 10), ("/a", 1, 99)], False),  # a thread with no rows
+        ([("/b", 1, 10)], False),
+        ([("/a", 1, 10), ("/a", None, 12)], True),  # a null pid: the keys are joined, not numbered
+        ([("/a", 1, 11), ("/b", 1, 10)], True),
+    ],
+)
+def test_host_state_reads_each_wanted_threads_own_rows(
+    threads: list[tuple[str, int | None, int]], null_pid: bool
+) -> None:
+    """Each wanted thread's recorded time is the union of its own rows, found by (source, pid, tid)
+    whichever way the rows are looked up; a thread without rows records nothing."""
+    rows = [
+        ("/a", 1, 10, 0, 10),
+        ("/a", 1, 11, 5, 20),
+        ("/b", 1, 10, 30, 40),
+        ("/a", 1, 10, 15, 25),
+        ("/a", 2, 10, 50, 60),
+        *([("/a", None, 12, 70, 80)] if null_pid else []),
+    ]
+    frame = pl.DataFrame(
+        rows,
+        schema={"source": pl.String, "pid": pl.Int64, "tid": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64},
+        orient="row",
+    ).with_columns(
+        pl.lit("range").cast(pl.Enum(["range", "cuda_api"])).alias("kind"),
+        pl.lit(False).alias("_sync"),
+        pl.lit(False).alias("_loader"),
+        pl.lit(False).alias("_compile"),
+        pl.lit(False).alias("_step"),
+    )
+    states = host_state(frame, threads).threads
+    for key in threads:
+        own = [(s, e) for src, pid, tid, s, e in rows if (src, pid, tid) == key]
+        want = (
+            iv.merge(iv.Intervals.from_arrays([s for s, _ in own], [e for _, e in own]))
+            if own
+            else iv.Intervals.empty()
+        )
+        assert states[key].recorded == want, key

@@ -100,10 +100,9 @@ def group_numbers(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[s
         columns = (reference.get_column(column), queries.get_column(column))
         if any(not c.dtype.is_integer() or c.null_count() for c in columns):
             return None
-        in_reference, in_queries = (c.cast(pl.Int64).to_numpy() for c in columns)
-        one = len(in_reference) and in_reference.min() == in_reference.max()
-        if one and (not len(in_queries) or in_queries.min() == in_queries.max() == in_reference[0]):
+        if _one_value(*columns):
             continue  # one value everywhere: it splits nothing
+        in_reference, in_queries = (c.cast(pl.Int64).to_numpy() for c in columns)
         values = _sorted_distinct(columns[0])
         span *= max(len(values), 1)
         if span >= PACKED_LIMIT:
@@ -113,11 +112,21 @@ def group_numbers(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[s
         known[known] = values[code[known]] == in_queries[known]
         query_group = np.where(known & (query_group >= 0), query_group * len(values) + code, -1)
         reference_group = reference_group * len(values) + np.searchsorted(values, in_reference)
+    if span == 1:
+        return reference_group, query_group  # (one group: every reference row is in it, a query row in it or none)
     numbers = _sorted_distinct(pl.Series(reference_group))
     dense = np.searchsorted(numbers, query_group)
     known = (query_group >= 0) & (dense < len(numbers))
     known[known] = numbers[dense[known]] == query_group[known]
     return np.searchsorted(numbers, reference_group), np.where(known, dense, -1)
+
+
+def _one_value(reference: pl.Series, queries: pl.Series) -> bool:
+    """Whether the reference holds one value (at least one row) and every query holds it too."""
+    low = reference.min()
+    return bool(
+        reference.len() and low == reference.max() and (queries.is_empty() or queries.min() == queries.max() == low)
+    )
 
 
 def _sorted_distinct(values: pl.Series) -> Array:

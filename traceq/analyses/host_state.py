@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq.analyses.asof import integer_groups
+from traceq.analyses.asof import group_numbers, integer_groups
 from traceq.analyses.memo import per_frame
 from traceq.analyses.steps import compile_step_pattern
 
@@ -215,17 +215,7 @@ def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
         {"source": [t[0] for t in wanted], "pid": [t[1] for t in wanted], "tid": [t[2] for t in wanted]},
         schema={"source": pl.String, "pid": pl.Int64, "tid": pl.Int64},
     ).with_row_index("_thread")
-    (coded, want), by, _ = integer_groups([rows.select("source", "pid", "tid", *_STATE_COLUMNS), want], _THREAD)
-    # The wanted threads' rows alone, in table order, with the wanted thread's number: one copy of
-    # the columns the states read (no String, no copy of the other threads' rows).
-    mine = (
-        coded.lazy()
-        .join(want.lazy().select(*by, "_thread"), on=by, how="inner", nulls_equal=True, maintain_order="left")
-        .select("_thread", "start_ns", "end_ns", *(pl.col(c).fill_null(False) for c in _STATE_COLUMNS[2:]))
-        .collect()
-    )
-    arrays = {c: mine.get_column(c).to_numpy() for c in _STATE_COLUMNS}
-    thread = mine.get_column("_thread").to_numpy()
+    thread, arrays = _wanted_rows(rows, want)
     order = np.argsort(thread, kind="stable")  # (each thread's rows stay in table order)
     bounds = np.searchsorted(thread[order], np.arange(len(wanted) + 1))
     found = [i for i in range(len(wanted)) if bounds[i] < bounds[i + 1]]
@@ -251,6 +241,33 @@ def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
 _THREAD: Final = ("source", "pid", "tid")
 _STATE_COLUMNS: Final = ("start_ns", "end_ns", "_sync", "_loader", "_compile", "_step")
 """What :func:`host_state` reads of each labelled row besides its thread."""
+
+
+def _wanted_rows(rows: pl.DataFrame, want: pl.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The rows of the threads of ``want`` (source, pid, tid, ``_thread``: its number), in table
+    order: each one's ``_thread`` and the :data:`_STATE_COLUMNS` as arrays.  Each row's thread is
+    looked up by its group number (the rows are not copied where every row is a wanted thread's);
+    by a join where the keys do not pack into numbers (a null pid or tid)."""
+    (coded, coded_want), by, _ = integer_groups([rows.select(*_THREAD, *_STATE_COLUMNS), want], _THREAD)
+    states = [pl.col(c) if c.endswith("_ns") else pl.col(c).fill_null(False) for c in _STATE_COLUMNS]
+    groups = group_numbers(coded_want, coded, by)
+    if groups is None:
+        mine = (
+            coded.lazy()
+            .join(coded_want.lazy().select(*by, "_thread"), on=by, how="inner", nulls_equal=True, maintain_order="left")
+            .select("_thread", *states)
+            .collect()
+        )
+        return mine.get_column("_thread").to_numpy(), {c: mine.get_column(c).to_numpy() for c in _STATE_COLUMNS}
+    want_group, row_group = groups
+    thread_of_group = np.full(max(len(want_group), 1), -1, np.int64)
+    thread_of_group[want_group] = want.get_column("_thread").to_numpy()
+    thread = np.where(row_group >= 0, thread_of_group[np.maximum(row_group, 0)], -1)
+    columns = coded.select(*states)
+    kept = thread >= 0
+    if kept.all():
+        return thread, {c: columns.get_column(c).to_numpy() for c in _STATE_COLUMNS}
+    return thread[kept], {c: columns.get_column(c).to_numpy()[kept] for c in _STATE_COLUMNS}
 
 
 def _merged_where(start: iv.Int64Array, end: iv.Int64Array, keep: np.ndarray[Any, np.dtype[np.bool_]]) -> iv.Intervals:
