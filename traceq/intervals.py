@@ -148,11 +148,8 @@ class Intervals:
     __hash__ = None  # type: ignore[assignment]  # equality is by value and the arrays are not hashable
 
     def __repr__(self) -> str:
-        shown = ", ".join(
-            f"[{s}, {e})" for s, e in zip(self.start_ns[:4].tolist(), self.end_ns[:4].tolist(), strict=True)
-        )
-        more = ", ..." if len(self) > 4 else ""
-        return f"Intervals(n={len(self)}: {shown}{more})"
+        shown = [f"[{s}, {e})" for s, e in zip(self.start_ns[:4].tolist(), self.end_ns[:4].tolist(), strict=True)]
+        return f"Intervals(n={len(self)}: {', '.join(shown)}{', ...' if len(self) > 4 else ''})"
 
 
 # --- set operations -------------------------------------------------------------------------
@@ -465,9 +462,12 @@ def _covered_up_to(m: Intervals, covered_before: Int64Array, t: Int64Array) -> I
         out[order] = _covered_up_to(m, covered_before, t[order])
         return out
     k = searchsorted(m.start_ns, t, side="right")  # intervals starting at or before t
-    # All of intervals 0..k-1 lie before t except the part of interval k-1 that reaches past t.
-    reach = m.end_ns[np.maximum(k - 1, 0)]
-    return covered_before[k] - np.where(k > 0, np.maximum(reach - t, 0), 0)  # (minus that overhang)
+    # Intervals 0..k-1 lie before t but the part of k-1 past t (in place: few fresh arrays).
+    out, none_before = covered_before[k], k == 0
+    overhang = m.end_ns[np.maximum(np.subtract(k, 1, out=k), 0, out=k)]
+    np.maximum(np.subtract(overhang, t, out=overhang), 0, out=overhang)
+    overhang[none_before] = 0
+    return np.subtract(out, overhang, out=out)
 
 
 def _queries_jump_far(m: Intervals, t: Int64Array) -> bool:
