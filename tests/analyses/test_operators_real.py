@@ -140,7 +140,15 @@ def test_the_coded_reading_holds_the_same_rows_with_names_as_codes(shared_traces
 @pytest.mark.parametrize("name", [KINETO, NSYS])
 @pytest.mark.parametrize(
     "columns",
-    [REPORT_COLUMNS, ("row", "op_name"), ("module", "launch_name"), ("start_ns", "op_path", "op_linked_by"), ("kind",)],
+    [
+        REPORT_COLUMNS,
+        ("row", "op_name"),
+        ("module", "launch_name"),
+        ("start_ns", "op_path", "op_linked_by"),
+        ("op_linked_by",),
+        ("op_end_ns", "module"),
+        ("kind",),
+    ],
 )
 def test_asking_for_some_columns_gives_those_columns_of_the_whole_reading(
     shared_traces: Path, name: str, columns: tuple[str, ...]

@@ -24,6 +24,7 @@ Work with no launching call, or launched where no operator range is open, has a 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 import polars as pl
@@ -195,7 +196,8 @@ def _per_call(events: pl.DataFrame, step_pattern: str, hint: _Hint, wanted: list
     cpu = cpu_rows(events) if hint.value is None else hint.value
     parts = [launched.drop("_point", "_ext", "source", "pid")]
     if any(c.startswith("op_") for c in wanted):
-        parts.append(_operators_of_calls(_operator_ranges(cpu, step_pattern), launched))
+        ops = _operator_ranges(cpu, step_pattern, with_paths="op_path" in wanted)
+        parts.append(_operators_of_calls(ops, launched, wanted))
     if "module" in wanted:
         parts.append(_module_paths(cpu, launched))
     return pl.concat(parts, how="horizontal").select(wanted)
@@ -209,10 +211,10 @@ def _at(table: pl.DataFrame, ranges: pl.Series, *columns: pl.Expr) -> pl.DataFra
     return by_index.select(pl.all().gather(ranges.cast(pl.Int64)))
 
 
-def _operator_ranges(cpu: pl.DataFrame, step_pattern: str) -> pl.DataFrame:
-    """The operator ranges (:func:`prepared`, by thread) with their ``_path``: every ``cpu_op``; in a
-    process without one, its operator-named ranges, or without those its ranges other than step
-    and module ranges."""
+def _operator_ranges(cpu: pl.DataFrame, step_pattern: str, *, with_paths: bool = True) -> pl.DataFrame:
+    """The operator ranges (:func:`prepared`, by thread) with their ``_path`` (``with_paths``):
+    every ``cpu_op``; in a process without one, its operator-named ranges, or without those its
+    ranges other than step and module ranges."""
     cpu = cpu.filter(pl.col("kind").is_in(("cpu_op", "range")))  # (one pass over every CPU row)
     names = cpu.get_column("name").unique()  # (once: each pattern below is matched against these)
     steps = matching(names, compile_step_pattern(step_pattern))
@@ -241,12 +243,12 @@ def _operator_ranges(cpu: pl.DataFrame, step_pattern: str) -> pl.DataFrame:
         "external_id",
     )
     table = prepared(chosen, _THREAD)
-    return table.join(paths(table, _THREAD, "name"), on="_range", how="left")
+    return table.join(paths(table, _THREAD, "name"), on="_range", how="left") if with_paths else table
 
 
-def _operators_of_calls(ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
-    """Per launching call (a row of ``calls``, in their order): op_name, op_path, op_start_ns,
-    op_end_ns, op_linked_by."""
+def _operators_of_calls(ops: pl.DataFrame, calls: pl.DataFrame, wanted: Sequence[str]) -> pl.DataFrame:
+    """Per launching call (a row of ``calls``, in their order), of op_name, op_path, op_start_ns,
+    op_end_ns, op_linked_by those ``wanted``."""
     points = calls.select(
         "source", "pid", pl.col("launch_tid").alias("tid"), "_point", pl.col("launch_start_ns").alias("_t")
     )
@@ -285,15 +287,14 @@ def _operators_of_calls(ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("enclosing", dtype=LINKED_BY))
         .alias("op_linked_by"),
     )
-    info = _at(
-        ops,
-        chosen.get_column(_RANGE),
-        pl.col("name").cast(pl.Categorical).alias("op_name"),
-        pl.col("_path").cast(pl.Categorical).alias("op_path"),
-        pl.col("start_ns").alias("op_start_ns"),
-        pl.col("end_ns").alias("op_end_ns"),
-    )
-    return pl.concat([info, chosen.select("op_linked_by")], how="horizontal")
+    of_op = {
+        "op_name": pl.col("name").cast(pl.Categorical),
+        "op_path": pl.col("_path").cast(pl.Categorical),
+        "op_start_ns": pl.col("start_ns"),
+        "op_end_ns": pl.col("end_ns"),
+    }
+    info = _at(ops, chosen.get_column(_RANGE), *(e.alias(c) for c, e in of_op.items() if c in wanted))
+    return pl.concat([info, chosen], how="horizontal").select(c for c in (*of_op, "op_linked_by") if c in wanted)
 
 
 def _with_id_ops(calls: pl.DataFrame, by_id: pl.DataFrame) -> pl.DataFrame:
