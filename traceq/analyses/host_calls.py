@@ -30,7 +30,8 @@ def count_in_windows(starts_ns: np.ndarray, windows: iv.Intervals) -> int:
     """How many of ``starts_ns`` lie inside ``windows`` (normalised: sorted and disjoint)."""
     if not len(windows) or not starts_ns.size:
         return 0
-    ordered = np.sort(starts_ns, kind="stable")  # (in table order they come sorted: a merge sort finds that)
+    # (in table order they come sorted: then they are searched as they are)
+    ordered = starts_ns if bool(np.all(starts_ns[1:] >= starts_ns[:-1])) else np.sort(starts_ns, kind="stable")
     inside = np.searchsorted(ordered, windows.end_ns, "left") - np.searchsorted(ordered, windows.start_ns, "left")
     return int(inside.sum())
 
@@ -47,10 +48,14 @@ def steady_call_counts(
     synchronising calls, :func:`traceq.analyses.host_state.sync_calls`); ``device_table``: dev,
     source, pid; ``steady``: each dev's merged steady windows.  Devices without steady windows get 0.
     """
-    launch_starts = {
-        int(dev): part.get_column("start_ns").to_numpy()
-        for (dev,), part in launches.select("dev", "start_ns").partition_by("dev", as_dict=True).items()
-    }
+    devs = launches.get_column("dev")
+    if launches.height and not devs.null_count() and devs.min() == devs.max():  # one device: no copy
+        launch_starts = {int(devs[0]): launches.get_column("start_ns").to_numpy()}
+    else:
+        launch_starts = {
+            int(dev): part.get_column("start_ns").to_numpy()
+            for (dev,), part in launches.select("dev", "start_ns").partition_by("dev", as_dict=True).items()
+        }
     sync_starts = {
         (str(source), pid): part.get_column("start_ns").to_numpy()
         for (source, pid), part in syncs.select(pl.col("source").cast(pl.String), "pid", "start_ns")
