@@ -46,7 +46,7 @@ from traceq.analyses.model import (
 from traceq.analyses.operators import REPORT_COLUMNS, operator_links, operator_table, top_operators
 from traceq.analyses.options import Options
 from traceq.analyses.phases import activity_phases, phase_breakdowns, phase_ranges, phase_table
-from traceq.analyses.regimes import regimes
+from traceq.analyses.regimes import Busy, regimes
 from traceq.analyses.steps import devices, gpu_rows, step_windows, with_dev
 from traceq.analyses.unlaunched import unlaunched_activity
 from traceq.analyses.warmup import with_warmup
@@ -72,7 +72,7 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
     launches = launches_by_device(cpu, activity, launch_link(events))
     attributed = attribute(cpu, activity, windows, launches, device_table.height, step_pattern=options.step_pattern)
     gap_rows = attributed.gaps
-    step_rows, gap_in_steps = _measure_windows(activity, windows, attributed, device_table.height)
+    step_rows, gap_in_steps, unions = _measure_windows(activity, windows, attributed, device_table.height)
     gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
     info = device_table.select("dev", "rank", "pid", "device", "source")
     phases = _phases(cpu, launching_calls(events), activity, windows, gap_rows, attributed, device_table, options)
@@ -86,7 +86,7 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
     )
     totals = kernel_totals(events)
     steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
-    regime = regimes(activity, steady, attributed.causes, gap_rows, launches, device_table.height)
+    regime = regimes(activity, steady, attributed.causes, gap_rows, launches, unions, device_table.height)
     launched, synced = steady_call_counts(launches, sync_calls(cpu), device_table, steady)
     extra = DeviceExtras(
         latency_ns=attributed.latency_ns,
@@ -205,8 +205,9 @@ def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
 
 def _measure_windows(
     activity: pl.DataFrame, windows: pl.DataFrame, attributed: Attribution, n_devices: int
-) -> tuple[pl.DataFrame, np.ndarray[Any, np.dtype[np.int64]]]:
-    """Per-window measures (vectorised per device) and, per gap, its ns inside step windows."""
+) -> tuple[pl.DataFrame, np.ndarray[Any, np.dtype[np.int64]], dict[int, Busy]]:
+    """Per-window measures (vectorised per device), per gap its ns inside step windows, and per
+    dev its merged compute and communication activity (which the regimes read too)."""
     gap_rows = attributed.gaps
     window_parts: list[pl.DataFrame] = []
     gap_in_steps = np.zeros(gap_rows.height, np.int64)
@@ -215,6 +216,7 @@ def _measure_windows(
     activity_by_dev = _by_dev(activity.select("dev", "start_ns", "end_ns", "is_comm"), n_devices)
     windows_by_dev = _by_dev(windows, n_devices)
     empty = iv.Intervals.empty()
+    unions: dict[int, Busy] = {}
     for dev in range(n_devices):
         acts = activity_by_dev[dev]
         win_frame = windows_by_dev[dev]
@@ -224,6 +226,7 @@ def _measure_windows(
         comm = iv.merge(iv.Intervals(all_iv.start_ns[comm_mask], all_iv.end_ns[comm_mask]))
         compute = iv.merge(iv.Intervals(all_iv.start_ns[~comm_mask], all_iv.end_ns[~comm_mask]))
         busy = iv.merge(all_iv)
+        unions[dev] = Busy(compute=compute, comm=comm)
         measures: dict[str, Any] = {
             "compute_ns": iv.measure_in_windows(compute, win),
             "comm_ns": iv.measure_in_windows(comm, win),
@@ -239,7 +242,7 @@ def _measure_windows(
             measures[f"idle_{cause}_ns"] = iv.measure_in_windows(causes.get(cause, empty), win)
         window_parts.append(win_frame.with_columns(pl.Series(k, v, dtype=pl.Int64) for k, v in measures.items()))
     steps = pl.concat(window_parts) if window_parts else pl.DataFrame()
-    return steps, gap_in_steps
+    return steps, gap_in_steps, unions
 
 
 def _by_dev(frame: pl.DataFrame, n_devices: int) -> dict[int, pl.DataFrame]:

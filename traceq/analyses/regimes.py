@@ -60,6 +60,7 @@ def regimes(
     causes: Mapping[int, Mapping[str, iv.Intervals]],
     gaps: pl.DataFrame,
     launches: pl.DataFrame,
+    unions: Mapping[int, Busy],
     n_devices: int,
 ) -> dict[int, Regime | None]:
     """The regime of every device (None for a device without steady step time).
@@ -68,7 +69,8 @@ def regimes(
     device's steady step windows; ``causes``: the idle ns by cause
     (:class:`~traceq.analyses.attribution.Attribution`); ``gaps``: its idle intervals (dev,
     start_ns, end_ns, dur_ns, next_kind); ``launches``: every launching call (dev, tid, name,
-    start_ns, end_ns, correlation; :func:`traceq.analyses.idle.launches_by_device`).
+    start_ns, end_ns, correlation; :func:`traceq.analyses.idle.launches_by_device`); ``unions``:
+    each device's activity merged, compute and communication (the breakdown merges them once).
     """
     rows = _Rows.of(activity)  # (read once as arrays: every selection below is a mask, not a copy of a frame)
     calls = launches.select("dev", "tid", "name", "start_ns", "end_ns", "correlation")
@@ -88,13 +90,12 @@ def regimes(
             (pl.col("dev") == dev) & (pl.col("dur_ns") < SHORT_GAP_NS) & (pl.col("next_kind") == "kernel")
         )
         overhead = iv.union(dev_causes.get("launch", empty), iv.intersect(dev_causes.get("cpu", empty), _of(short)))
-        comm = rows.union(on_dev & rows.comm)
-        compute = rows.union(on_dev & rows.not_comm)
+        busy = unions.get(dev, Busy(empty, empty))
         shares = {
             "overhead-bound": iv.measure(iv.intersect(overhead, windows)),
             "memory-bound": iv.measure(iv.intersect(rows.union(kernels & rows.memory_class), windows)),
             "compute-bound": iv.measure(iv.intersect(rows.union(kernels & rows.math_class), windows)),
-            "communication-bound": iv.measure(iv.intersect(iv.subtract(comm, compute), windows)),
+            "communication-bound": iv.measure(iv.intersect(iv.subtract(busy.comm, busy.compute), windows)),
             "input-bound": iv.measure(iv.intersect(dev_causes.get("input", empty), windows)),
         }
         inside = rows.inside(kernels, windows)
@@ -117,6 +118,15 @@ def regimes(
 
 
 @dataclass(frozen=True)
+class Busy:
+    """One device's activity, merged: its compute (the activities that are not communication) and
+    its communication."""
+
+    compute: iv.Intervals
+    comm: iv.Intervals
+
+
+@dataclass(frozen=True)
 class _Rows:
     """The activity rows as arrays (each column read once) and the row masks the regimes select by."""
 
@@ -126,7 +136,6 @@ class _Rows:
     end_ns: iv.Int64Array
     correlation: pl.Series
     kernel: BoolArray
-    comm: BoolArray
     not_comm: BoolArray
     """(a row whose ``is_comm`` is null is neither communication nor compute)"""
     memory_class: BoolArray
@@ -137,7 +146,6 @@ class _Rows:
         classes = with_kernel_class(activity.select("name", "is_comm")).get_column("kernel_class")
         flags = activity.select(
             (pl.col("kind") == "kernel").fill_null(False).alias("kernel"),
-            pl.col("is_comm").fill_null(False).alias("comm"),
             (~pl.col("is_comm")).fill_null(False).alias("not_comm"),
         )
         devs = activity.get_column("dev")
@@ -147,7 +155,6 @@ class _Rows:
             end_ns=activity.get_column("end_ns").to_numpy(),
             correlation=activity.get_column("correlation"),
             kernel=flags.get_column("kernel").to_numpy(),
-            comm=flags.get_column("comm").to_numpy(),
             not_comm=flags.get_column("not_comm").to_numpy(),
             memory_class=classes.is_in(sorted(MEMORY_BOUND_CLASSES)).fill_null(False).to_numpy(),
             math_class=classes.is_in(sorted(MATH_CLASSES)).fill_null(False).to_numpy(),
