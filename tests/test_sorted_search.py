@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from traceq import sorted_search
-from traceq.sorted_search import COUNT_FROM, counted, searchsorted
+from traceq.sorted_search import COUNT_FROM, counted, is_sorted, searchsorted
 
 Side = Literal["left", "right"]
 SIDES: st.SearchStrategy[Side] = st.sampled_from(["left", "right"])
@@ -43,3 +43,8 @@ def test_long_sorted_values_are_counted_and_others_searched(monkeypatch: pytest.
         for side in get_args(Side):
             assert np.array_equal(searchsorted(array, values, side), np.searchsorted(array, values, side))
     assert len(calls) == 2  # the long sorted values, on each side
+
+
+@given(VALUES)
+def test_is_sorted_says_whether_the_values_never_decrease(v: list[int]) -> None:
+    assert is_sorted(np.array(v, np.int64)) == (v == sorted(v))

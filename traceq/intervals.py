@@ -43,7 +43,7 @@ import numpy.typing as npt
 import polars as pl
 
 from traceq.errors import InvalidArgumentError
-from traceq.sorted_search import searchsorted
+from traceq.sorted_search import is_sorted, searchsorted
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -167,7 +167,7 @@ def merge(iv: Intervals) -> Intervals:
     n = int(np.count_nonzero(nonempty))
     if n == 0:
         return iv if len(iv) == 0 else Intervals.empty()
-    if _is_sorted(start):
+    if is_sorted(start):
         if n < len(iv):
             start, end = start[nonempty], end[nonempty]
         # Sorted by start (one stream's layout): a running maximum of the ends is how far the
@@ -438,10 +438,6 @@ def _check_window(window_start_ns: int, window_end_ns: int) -> None:
         )
 
 
-def _is_sorted(values: Int64Array) -> bool:
-    return bool(np.all(values[:-1] <= values[1:]))
-
-
 def _drop_empty(start: Int64Array, end: Int64Array) -> tuple[Int64Array, Int64Array]:
     nonempty = start < end
     return (start, end) if nonempty.all() else (start[nonempty], end[nonempty])
@@ -472,7 +468,7 @@ def _covered_up_to(m: Intervals, covered_before: Int64Array, t: Int64Array) -> I
 
 def _queries_jump_far(m: Intervals, t: Int64Array) -> bool:
     """Whether binary searches of ``t`` into normalised ``m`` would thrash the cache."""
-    if t.size <= _SORT_QUERIES_ABOVE or len(m) <= _SORT_QUERIES_ABOVE or _is_sorted(t):
+    if t.size <= _SORT_QUERIES_ABOVE or len(m) <= _SORT_QUERIES_ABOVE or is_sorted(t):
         return False
     # float64: differences of arbitrary int64 times can overflow int64, and only the scale matters
     mean_jump = float(np.abs(np.diff(t.astype(np.float64))).mean())

@@ -30,9 +30,14 @@ searches of the array's values in them cost as much as the values' own searches)
 def searchsorted(a: npt.NDArray[Any], v: npt.NDArray[Any], side: Literal["left", "right"] = "left") -> Positions:
     """``np.searchsorted(a, v, side)`` of a sorted 1-D ``a`` (the same answer, always): by counting
     where ``v`` is long, at least :data:`COUNT_RATIO` times as long as ``a``, and sorted."""
-    if v.size >= COUNT_FROM and v.size >= COUNT_RATIO * a.size and bool(np.all(v[1:] >= v[:-1])):
+    if v.size >= COUNT_FROM and v.size >= COUNT_RATIO * a.size and is_sorted(v):
         return counted(a, v, side)
     return np.searchsorted(a, v, side)
+
+
+def is_sorted(values: npt.NDArray[Any]) -> bool:
+    """Whether ``values`` (1-D) never decrease: one pass, where a sort would be a copy at least."""
+    return bool(np.all(values[1:] >= values[:-1]))
 
 
 def counted(a: npt.NDArray[Any], v: npt.NDArray[Any], side: Literal["left", "right"] = "left") -> Positions:
@@ -45,4 +50,4 @@ def counted(a: npt.NDArray[Any], v: npt.NDArray[Any], side: Literal["left", "rig
     return np.cumsum(counts, out=counts)
 
 
-__all__ = ["COUNT_FROM", "COUNT_RATIO", "counted", "searchsorted"]
+__all__ = ["COUNT_FROM", "COUNT_RATIO", "counted", "is_sorted", "searchsorted"]

@@ -23,7 +23,7 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
-from traceq.sorted_search import searchsorted
+from traceq.sorted_search import is_sorted, searchsorted
 
 PACKED_LIMIT: Final = 1 << 62
 """Packed (group, time) keys stay below this (int64 with room for a search's arithmetic)."""
@@ -167,7 +167,7 @@ def packed_latest(right_group: Array, right_t: Array, left_group: Array, left_t:
     if (int(max(right_group.max(), left_group.max())) + 1) * width >= PACKED_LIMIT:
         return None
     packed = right_group * width + (right_t - low)
-    order = None if bool(np.all(packed[1:] >= packed[:-1])) else np.argsort(packed, kind="stable")
+    order = None if is_sorted(packed) else np.argsort(packed, kind="stable")
     if order is not None:
         packed = packed[order]
     floor = left_group * width

@@ -29,6 +29,7 @@ from traceq.analyses.kernel_classes import with_kernel_class
 from traceq.analyses.model import Analysis, DeviceRef, Evidence, Finding, Mfu, Regime
 from traceq.analyses.steps import devices as device_table
 from traceq.analyses.steps import gpu_rows_of, with_dev
+from traceq.sorted_search import is_sorted
 from traceq.units import capitalised, device_label, format_share
 
 FIRE_SHARE: Final = 0.05
@@ -218,7 +219,7 @@ def _sorted_by_dev_and_start(rows: pl.DataFrame) -> pl.DataFrame:
     (the usual case, checked in one pass per device), else sorted by dev, then start."""
     devs = rows.get_column("dev").to_numpy()
     starts = rows.get_column("start_ns").to_numpy()
-    if devs.size < 2 or bool(np.all(starts[1:] >= starts[:-1])):
+    if devs.size < 2 or is_sorted(starts):
         return rows
     order = np.argsort(devs.astype(np.uint16) if devs.max() < 1 << 16 else devs, kind="stable")  # radix
     devs, starts = devs[order], starts[order]

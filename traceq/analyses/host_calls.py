@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
+from traceq.sorted_search import is_sorted
 
 
 def count_in_windows(starts_ns: np.ndarray, windows: iv.Intervals) -> int:
@@ -31,7 +32,7 @@ def count_in_windows(starts_ns: np.ndarray, windows: iv.Intervals) -> int:
     if not len(windows) or not starts_ns.size:
         return 0
     # (in table order they come sorted: then they are searched as they are)
-    ordered = starts_ns if bool(np.all(starts_ns[1:] >= starts_ns[:-1])) else np.sort(starts_ns, kind="stable")
+    ordered = starts_ns if is_sorted(starts_ns) else np.sort(starts_ns, kind="stable")
     inside = np.searchsorted(ordered, windows.end_ns, "left") - np.searchsorted(ordered, windows.start_ns, "left")
     return int(inside.sum())
 

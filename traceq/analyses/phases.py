@@ -200,11 +200,10 @@ def _device_phases(
     a_end = acts.get_column("end_ns").to_numpy()
     a_key = acts.get_column("phase_key").to_numpy()
     a_comm = acts.get_column("is_comm").to_numpy()
-    r = ranges.select("start_ns", "end_ns")
-    g = gaps.select("start_ns", "end_ns")
     # Where the idle measures can change: the windows, the gaps and phase ranges (the host's
     # phase) and the causes.
-    breaks = [win.start_ns, win.end_ns, *(f.get_column(c).to_numpy() for f in (g, r) for c in f.columns)]
+    breaks = [win.start_ns, win.end_ns]
+    breaks += [f.get_column(c).to_numpy() for f in (gaps, ranges) for c in ("start_ns", "end_ns")]
     breaks += [x for c in causes.values() for x in (c.start_ns, c.end_ns)]
     compute = (a_start[~a_comm], a_end[~a_comm], a_key[~a_comm])
     comm = (a_start[a_comm], a_end[a_comm], a_key[a_comm])
@@ -231,7 +230,7 @@ _Measured = tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]
 
 
 def _apart(start: np.ndarray, end: np.ndarray) -> bool:
-    """Whether the intervals come in start order and none overlaps the next (nor so any other)."""
+    """Whether the intervals come in start order and none overlaps the next (so none overlaps any other)."""
     return bool(np.all(start[1:] >= end[:-1]))
 
 
