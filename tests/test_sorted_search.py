@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from traceq import sorted_search
-from traceq.sorted_search import COUNT_FROM, counted, is_sorted, searchsorted
+from traceq.sorted_search import COUNT_FROM, counted, is_sorted, searchsorted, searchsorted_from
 
 Side = Literal["left", "right"]
 SIDES: st.SearchStrategy[Side] = st.sampled_from(["left", "right"])
@@ -48,3 +48,18 @@ def test_long_sorted_values_are_counted_and_others_searched(monkeypatch: pytest.
 @given(VALUES)
 def test_is_sorted_says_whether_the_values_never_decrease(v: list[int]) -> None:
     assert is_sorted(np.array(v, np.int64)) == (v == sorted(v))
+
+
+@settings(deadline=None, max_examples=500)
+@given(VALUES, st.lists(st.tuples(st.integers(-20, 20), st.integers(0, 10), st.integers(0, 1)), max_size=40), SIDES)
+def test_a_search_from_a_lower_answer_gives_the_binary_search_answer(
+    a: list[int], pairs: list[tuple[int, int, int]], side: Side
+) -> None:
+    """Each value ``v = s + d`` searched from the answer for ``s`` (or from 0): ties, values that stay
+    at their lower bound, values that pass one or many of ``a``, and values past its end."""
+    array = np.array(sorted(a), np.int64)
+    lows = np.array([s for s, _, _ in pairs], np.int64)
+    values = np.array([s + d for s, d, _ in pairs], np.int64)
+    lower = np.searchsorted(array, lows, side) * np.array([keep for _, _, keep in pairs], np.intp)
+    found = searchsorted_from(array, values, lower.astype(np.intp), side)
+    assert found.tolist() == np.searchsorted(array, values, side).tolist()

@@ -43,7 +43,7 @@ import numpy.typing as npt
 import polars as pl
 
 from traceq.errors import InvalidArgumentError
-from traceq.sorted_search import is_sorted, searchsorted
+from traceq.sorted_search import Positions, is_sorted, searchsorted, searchsorted_from
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -304,10 +304,11 @@ def measure_in_windows(iv: Intervals, windows: Intervals) -> Int64Array:
     start, end = windows.start_ns, windows.end_ns
     order = np.argsort(start) if _queries_jump_far(m, start) else None
     if order is not None:
-        # One argsort serves both edges: once windows are in start order, their ends are close
-        # to sorted too (unless lengths vary wildly, which _covered_up_to checks again).
+        # Once windows are in start order, each end's search starts at its start's answer.
         start, end = start[order], end[order]
-    covered = _covered_up_to(m, covered_before, end) - _covered_up_to(m, covered_before, start)
+    at_start = searchsorted(m.start_ns, start, side="right")  # intervals starting at or before each edge
+    at_end = searchsorted_from(m.start_ns, end, at_start, side="right")  # (an end is never before its start)
+    covered = _covered_up_to(m, covered_before, end, at_end) - _covered_up_to(m, covered_before, start, at_start)
     if order is None:
         return covered
     in_given_order = np.empty_like(covered)
@@ -450,14 +451,9 @@ def _from_boundaries(start: Int64Array, end: Int64Array, boundary: npt.NDArray[n
     return Intervals._trusted(start[first], end[last])
 
 
-def _covered_up_to(m: Intervals, covered_before: Int64Array, t: Int64Array) -> Int64Array:
-    """The ns of normalised ``m`` before each time in ``t``: ``measure(m ∩ (-inf, t))``."""
-    if _queries_jump_far(m, t):
-        order = np.argsort(t)
-        out = np.empty_like(t)
-        out[order] = _covered_up_to(m, covered_before, t[order])
-        return out
-    k = searchsorted(m.start_ns, t, side="right")  # intervals starting at or before t
+def _covered_up_to(m: Intervals, covered_before: Int64Array, t: Int64Array, k: Positions) -> Int64Array:
+    """The ns of normalised ``m`` before each time in ``t``: ``measure(m ∩ (-inf, t))``, where ``k``
+    holds how many intervals of ``m`` start at or before each time (used up: changed in place)."""
     # Intervals 0..k-1 lie before t but the part of k-1 past t (in place: few fresh arrays).
     out, none_before = covered_before[k], k == 0
     overhang = m.end_ns[np.maximum(np.subtract(k, 1, out=k), 0, out=k)]

@@ -40,6 +40,26 @@ def is_sorted(values: npt.NDArray[Any]) -> bool:
     return bool(np.all(values[1:] >= values[:-1]))
 
 
+def searchsorted_from(
+    a: npt.NDArray[Any], v: npt.NDArray[Any], lower: Positions, side: Literal["left", "right"] = "left"
+) -> Positions:
+    """``np.searchsorted(a, v, side)`` of a sorted ``a``, given ``lower``: for each value of ``v``, a
+    position at or before its answer (the answer for a smaller value, such as an interval's start's
+    for its end).  A value whose answer is its ``lower`` -- no value of ``a`` passed between -- is
+    told by one look-up of ``a[lower]``; only the others are searched."""
+    if a.size == 0:
+        return np.zeros(v.size, np.intp)
+    ahead = np.empty(a.size + 1, a.dtype)
+    ahead[:-1] = a
+    ahead[-1] = a[-1]  # (a lower bound at the end is the answer whatever this says)
+    beyond = ahead[lower]
+    stays = np.greater(beyond, v) if side == "right" else np.greater_equal(beyond, v)
+    moved = np.flatnonzero(~stays)
+    out = np.array(lower, np.intp)
+    out[moved] = np.searchsorted(a, v[moved], side)
+    return out
+
+
 def counted(a: npt.NDArray[Any], v: npt.NDArray[Any], side: Literal["left", "right"] = "left") -> Positions:
     """``np.searchsorted(a, v, side)`` of a sorted ``a`` and a sorted ``v``, by counting: the
     answer for ``v[i]`` is how many values of ``a`` lie before it (``side="left"``: below it;
@@ -50,4 +70,4 @@ def counted(a: npt.NDArray[Any], v: npt.NDArray[Any], side: Literal["left", "rig
     return np.cumsum(counts, out=counts)
 
 
-__all__ = ["COUNT_FROM", "COUNT_RATIO", "counted", "is_sorted", "searchsorted"]
+__all__ = ["COUNT_FROM", "COUNT_RATIO", "counted", "is_sorted", "searchsorted", "searchsorted_from"]
