@@ -15,6 +15,7 @@ t_step = t_compute + t_comm,exposed + t_idle).  Device totals are sums over its 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ from traceq.analyses.comm import comm_kernel_stats, with_comm_flags
 from traceq.analyses.host_calls import steady_call_counts
 from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled, sync_calls
 from traceq.analyses.idle import launches_by_device
-from traceq.analyses.launch_link import LaunchingCalls, as_index, device_activity_rows, launch_link, launching_calls
+from traceq.analyses.launch_link import as_index, device_activity_rows, launch_link, launching_calls
 from traceq.analyses.model import (
     CAUSES,
     ActivityRef,
@@ -69,33 +70,36 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
         step_windows(events, device_table, options.step_pattern), _by_device(compile_ranges(cpu), device_table)
     )
     activity = _activity(events, device_table)
-    launches = launches_by_device(cpu, activity, launch_link(events))
-    attributed = attribute(cpu, activity, windows, launches, device_table.height, step_pattern=options.step_pattern)
-    gap_rows = attributed.gaps
-    step_rows, gap_in_steps, unions = _measure_windows(activity, windows, attributed, device_table.height)
-    gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-analysis") as pool:
+        # The operators and each activity's phase do not wait for the idle attribution: a second
+        # thread works them out meanwhile (polars' and NumPy's passes let the GIL go).
+        aside = pool.submit(_unattributed, events, options, cpu, activity, device_table)
+        launches = launches_by_device(cpu, activity, launch_link(events))
+        attributed = attribute(cpu, activity, windows, launches, device_table.height, step_pattern=options.step_pattern)
+        gap_rows = attributed.gaps
+        step_rows, gap_in_steps, unions = _measure_windows(activity, windows, attributed, device_table.height)
+        gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
+        totals = kernel_totals(events)
+        steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
+        regime = regimes(activity, steady, attributed.causes, gap_rows, launches, unions, device_table.height)
+        launched, synced = steady_call_counts(launches, sync_calls(cpu), device_table, steady)
+        extra = DeviceExtras(
+            latency_ns=attributed.latency_ns,
+            regime=regime,
+            unlaunched=_count_by_dev(with_dev(unlaunched_activity(events), device_table)),
+            comm_kernels=comm_kernel_stats(activity, options),
+            longest_cpu_ns=_longest_cpu_idle(attributed.causes, steady),
+            launches=launched,
+            syncs=synced,
+        )
+        operators, phase_keys = aside.result()
+    phases = phase_table(phase_keys.activity, windows, gap_rows, attributed.causes, phase_keys.ranges, device_table)
     info = device_table.select("dev", "rank", "pid", "device", "source")
-    phases = _phases(cpu, launching_calls(events), activity, windows, gap_rows, attributed, device_table, options)
-    links = operator_links(events, step_pattern=options.step_pattern, cpu=cpu, columns=REPORT_COLUMNS)
-    operators = operator_table(links, device_table)
     gap_rows = gap_rows.drop("thread")
     gap_table = (
         gap_rows.join(info, on="dev", how="left")
         .drop("dev")
         .select("rank", "device", "pid", "source", *[c for c in gap_rows.columns if c not in ("dev",)])
-    )
-    totals = kernel_totals(events)
-    steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
-    regime = regimes(activity, steady, attributed.causes, gap_rows, launches, unions, device_table.height)
-    launched, synced = steady_call_counts(launches, sync_calls(cpu), device_table, steady)
-    extra = DeviceExtras(
-        latency_ns=attributed.latency_ns,
-        regime=regime,
-        unlaunched=_count_by_dev(with_dev(unlaunched_activity(events), device_table)),
-        comm_kernels=comm_kernel_stats(activity, options),
-        longest_cpu_ns=_longest_cpu_idle(attributed.causes, steady),
-        launches=launched,
-        syncs=synced,
     )
     return Analysis(
         step_pattern=options.step_pattern,
@@ -115,20 +119,25 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
     )
 
 
-def _phases(
-    cpu: pl.DataFrame,
-    calls: LaunchingCalls,
-    activity: pl.DataFrame,
-    windows: pl.DataFrame,
-    gap_rows: pl.DataFrame,
-    attributed: Attribution,
-    device_table: pl.DataFrame,
-    options: Options,
-) -> pl.DataFrame:
-    """The phase table (:func:`traceq.analyses.phases.phase_table`)."""
+@dataclass(frozen=True)
+class _PhaseKeys:
+    """The phase ranges (:func:`~traceq.analyses.phases.phase_ranges`) and the activity with the
+    ``phase_key`` of each row (:func:`~traceq.analyses.phases.activity_phases`)."""
+
+    ranges: pl.DataFrame
+    activity: pl.DataFrame
+
+
+def _unattributed(
+    events: pl.DataFrame, options: Options, cpu: pl.DataFrame, activity: pl.DataFrame, device_table: pl.DataFrame
+) -> tuple[pl.DataFrame, _PhaseKeys]:
+    """What the breakdown computes without the idle attribution: the operator table, and each
+    activity's phase."""
+    links = operator_links(events, step_pattern=options.step_pattern, cpu=cpu, columns=REPORT_COLUMNS)
+    operators = operator_table(links, device_table)
     ranges = phase_ranges(cpu, options.step_pattern, options.phase_patterns)
-    keyed = with_columns_like(activity, activity_phases(calls, activity, ranges).alias("phase_key"))
-    return phase_table(keyed, windows, gap_rows, attributed.causes, ranges, device_table)
+    keyed = with_columns_like(activity, activity_phases(launching_calls(events), activity, ranges).alias("phase_key"))
+    return operators, _PhaseKeys(ranges=ranges, activity=keyed)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -154,10 +155,14 @@ def summarise_part(
     _KEPT.keep(raw, options, events, analysis)
     totals: tuple[DeviceTotals, ...] = ()
     rankings: dict[str, tuple[tuple[float, int], ...]] = {rule.id: () for rule in RANKED_RULES}
-    if analysis.devices:
-        ctx = build_context(events, analysis)
-        totals = ctx.devices
-        rankings = {rule.id: tuple((share, d.dev) for share, d in ranking(ctx, rule.cost_ns)) for rule in RANKED_RULES}
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-coverage") as pool:
+        coverage = pool.submit(coverage_rows, events)  # (beside the rankings: it reads only the events)
+        if analysis.devices:
+            ctx = build_context(events, analysis)
+            totals = ctx.devices
+            rankings = {
+                rule.id: tuple((share, d.dev) for share, d in ranking(ctx, rule.cost_ns)) for rule in RANKED_RULES
+            }
     comm = events.filter((pl.col("kind") == "kernel") & pl.col("is_comm") & pl.col("device").is_not_null())
     gap_table = analysis.gap_table
     return PartSummary(
@@ -172,7 +177,7 @@ def summarise_part(
         totals=totals,
         rankings=rankings,
         comm_kernels=comm.select(COMM_COLUMNS),
-        coverage=coverage_rows(events),
+        coverage=coverage.result(),
         operator_table=analysis.operator_table,
         phases=analysis.phases,
     )
