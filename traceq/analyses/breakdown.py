@@ -15,7 +15,7 @@ t_step = t_compute + t_comm,exposed + t_idle).  Device totals are sums over its 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +79,8 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
         gap_rows = attributed.gaps
         step_rows, gap_in_steps, unions = _measure_windows(activity, windows, attributed, device_table.height)
         gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
+        # (queued behind the operators and phase keys, on the same thread: beside the regimes)
+        phased = pool.submit(_phase_table, aside, windows, gap_rows, attributed.causes, device_table)
         totals = kernel_totals(events)
         steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
         regime = regimes(activity, steady, attributed.causes, gap_rows, launches, unions, device_table.height)
@@ -92,8 +94,7 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
             launches=launched,
             syncs=synced,
         )
-        operators, phase_keys = aside.result()
-    phases = phase_table(phase_keys.activity, windows, gap_rows, attributed.causes, phase_keys.ranges, device_table)
+        operators, phase_rows = aside.result()[0], phased.result()
     info = device_table.select("dev", "rank", "pid", "device", "source")
     gap_rows = gap_rows.drop("thread")
     gap_table = (
@@ -113,9 +114,9 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
         idle_causes=attributed.causes,
         options=options,
         operator_table=operators,
-        phase_table=phases,
+        phase_table=phase_rows,
         operators=top_operators(operators, options.top_kernels),
-        phases=phase_breakdowns(phases),
+        phases=phase_breakdowns(phase_rows),
     )
 
 
@@ -138,6 +139,18 @@ def _unattributed(
     ranges = phase_ranges(cpu, options.step_pattern, options.phase_patterns)
     keyed = with_columns_like(activity, activity_phases(launching_calls(events), activity, ranges).alias("phase_key"))
     return operators, _PhaseKeys(ranges=ranges, activity=keyed)
+
+
+def _phase_table(
+    unattributed: Future[tuple[pl.DataFrame, _PhaseKeys]],
+    windows: pl.DataFrame,
+    gap_rows: pl.DataFrame,
+    causes: Mapping[int, Mapping[str, iv.Intervals]],
+    device_table: pl.DataFrame,
+) -> pl.DataFrame:
+    """The phase table, once :func:`_unattributed` has keyed the activity."""
+    keys = unattributed.result()[1]
+    return phase_table(keys.activity, windows, gap_rows, causes, keys.ranges, device_table)
 
 
 @dataclass(frozen=True)
