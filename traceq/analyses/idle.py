@@ -320,21 +320,26 @@ def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame, link: LaunchLi
     order).  ``cpu``: :func:`cpu_rows` of the table ``link`` was made of; ``activity``: dev and
     ``slot`` (its launch key's)."""
     slot = activity.get_column("slot").to_numpy()
-    dev = activity.get_column("dev").to_numpy().astype(np.int64)
-    api = np.flatnonzero((cpu.get_column("kind") == "cuda_api").to_numpy())
-    api_slot = link.cpu_slot[api].astype(np.int64)
-    keyed = api_slot >= 0
+    devs = activity.get_column("dev")
     columns = ("source", "pid", "tid", "name", "start_ns", "end_ns", "correlation")
-    dev_of = np.full(len(link.first_call), NONE, np.int64)
+    # Per slot, the dev of its activity; one place more, where the rows without a key write (slot
+    # NONE is -1: the last place) and which is then reset, so that no row needs a mask.
+    dev_of = np.full(len(link.first_call) + 1, NONE, np.int64)
+    one_dev = not devs.is_empty() and not devs.null_count() and devs.min() == devs.max()
+    dev = int(devs[0]) if one_dev else devs.to_numpy().astype(np.int64)
+    dev_of[slot] = dev
+    dev_of[NONE] = NONE
+    if one_dev or bool(np.all((dev_of[slot] == dev) | (slot < 0))):  # one device per key: a look-up
+        # (a row of cpu has a slot only if it is a keyed cuda_api call)
+        found = dev_of[link.cpu_slot]
+        calls = np.flatnonzero(found >= 0)
+        of_dev = pl.lit(dev, pl.UInt32) if one_dev else pl.Series(found[calls], dtype=pl.UInt32)
+        return gathered(cpu, calls, *columns).select(of_dev.alias("dev"), pl.all())
+    api_slot = link.cpu_slot.astype(np.int64)
+    keyed = np.flatnonzero(api_slot >= 0)
     on = slot >= 0
-    dev_of[slot[on]] = dev[on]
-    if np.array_equal(dev_of[slot[on]], dev[on]):  # one device per key: a lookup
-        found = np.full(len(api), NONE, np.int64)
-        found[keyed] = dev_of[api_slot[keyed]]
-        calls = api[found >= 0]
-        return gathered(cpu, calls, *columns).select(pl.Series("dev", found[found >= 0], dtype=pl.UInt32), pl.all())
-    work = pl.DataFrame({"dev": dev[on], "slot": slot[on]}).unique()
-    calls_frame = gathered(cpu, api[keyed], *columns).with_columns(pl.Series("slot", api_slot[keyed]))
+    work = pl.DataFrame({"dev": devs.to_numpy()[on], "slot": slot[on]}).unique()
+    calls_frame = gathered(cpu, keyed, *columns).with_columns(pl.Series("slot", api_slot[keyed]))
     return (
         calls_frame.with_row_index("_order")
         .join(work, on="slot", how="inner")
