@@ -27,7 +27,7 @@ import polars as pl
 from traceq import intervals as iv
 from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice
 from traceq.analyses.findings_rules import GRAPH_REPLAYED
-from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES
+from traceq.analyses.kernel_classes import MEMORY_BOUND_CLASSES
 from traceq.analyses.model import Evidence, Finding
 from traceq.analyses.regimes import SHORT_GAP_NS
 from traceq.units import evidence_ns, format_share, short_kernel_name
@@ -66,11 +66,12 @@ def _device_kernels(ctx: FindingContext, d: DeviceTotals, *columns: str, steps_o
 
 
 def memory_bound_split(ctx: FindingContext, d: DeviceTotals) -> tuple[int, int, int]:
-    """``(memory_bound_ns, math_ns, excess_ns)`` of a device inside its step windows, with
-    ``excess_ns = max(0, memory_bound_ns − MEMORY_BOUND_ALLOWANCE · math_ns)``."""
-    kernels = _device_kernels(ctx, d, "start_ns", "end_ns", "kernel_class")
-    memory = _union_in_steps(ctx, d.dev, kernels.filter(pl.col("kernel_class").is_in(sorted(MEMORY_BOUND_CLASSES))))
-    math = _union_in_steps(ctx, d.dev, kernels.filter(pl.col("kernel_class").is_in(sorted(MATH_CLASSES))))
+    """``(memory_bound_ns, math_ns, excess_ns)`` of a device inside its steady step windows, with
+    ``excess_ns = max(0, memory_bound_ns − MEMORY_BOUND_ALLOWANCE · math_ns)``.  The two unions are
+    the regime's memory and compute shares (:mod:`traceq.analyses.regimes`), measured over the
+    same kernels (by class: a communication kernel is in neither) and windows; a device without a
+    regime has no steady step time, so none of either."""
+    memory, math = (d.regime.memory_ns, d.regime.compute_ns) if d.regime is not None else (0, 0)
     return memory, math, max(0, round(memory - MEMORY_BOUND_ALLOWANCE * math))
 
 
