@@ -71,16 +71,17 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
     )
     activity = _activity(events, device_table)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-analysis") as pool:
-        # The operators and each activity's phase do not wait for the idle attribution: a second
-        # thread works them out meanwhile (polars' and NumPy's passes let the GIL go).
-        aside = pool.submit(_unattributed, events, options, cpu, activity, device_table)
+        # Each activity's phase and the operators do not wait for the idle attribution: a second
+        # thread works them out meanwhile, in that order (polars' and NumPy's passes let the GIL go).
+        keyed = pool.submit(_phase_keys, events, options, cpu, activity)
+        operators = pool.submit(_operators, events, options, cpu, device_table)
         launches = launches_by_device(cpu, activity, launch_link(events))
         attributed = attribute(cpu, activity, windows, launches, device_table.height, step_pattern=options.step_pattern)
         gap_rows = attributed.gaps
         step_rows, gap_in_steps, unions = _measure_windows(activity, windows, attributed, device_table.height)
         gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
-        # (queued behind the operators and phase keys, on the same thread: beside the regimes)
-        phased = pool.submit(_phase_table, aside, windows, gap_rows, attributed.causes, device_table)
+        table_args = (keyed, windows, gap_rows, attributed.causes, device_table)
+        phased = pool.submit(_phase_table, *table_args)  # (queued: the second thread's if it is free first)
         totals = kernel_totals(events)
         steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
         regime = regimes(activity, steady, attributed.causes, gap_rows, launches, unions, device_table.height)
@@ -94,7 +95,8 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
             launches=launched,
             syncs=synced,
         )
-        operators, phase_rows = aside.result()[0], phased.result()
+        phase_rows = _phase_table(*table_args) if phased.cancel() else phased.result()  # (not begun: here)
+        operator_rows = operators.result()
     info = device_table.select("dev", "rank", "pid", "device", "source")
     gap_rows = gap_rows.drop("thread")
     gap_table = (
@@ -113,9 +115,9 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
         windows=windows.with_columns((pl.lit(options.all_steps) | ~pl.col("warmup")).alias("steady")),
         idle_causes=attributed.causes,
         options=options,
-        operator_table=operators,
+        operator_table=operator_rows,
         phase_table=phase_rows,
-        operators=top_operators(operators, options.top_kernels),
+        operators=top_operators(operator_rows, options.top_kernels),
         phases=phase_breakdowns(phase_rows),
     )
 
@@ -129,27 +131,28 @@ class _PhaseKeys:
     activity: pl.DataFrame
 
 
-def _unattributed(
-    events: pl.DataFrame, options: Options, cpu: pl.DataFrame, activity: pl.DataFrame, device_table: pl.DataFrame
-) -> tuple[pl.DataFrame, _PhaseKeys]:
-    """What the breakdown computes without the idle attribution: the operator table, and each
-    activity's phase."""
-    links = operator_links(events, step_pattern=options.step_pattern, cpu=cpu, columns=REPORT_COLUMNS)
-    operators = operator_table(links, device_table)
+def _phase_keys(events: pl.DataFrame, options: Options, cpu: pl.DataFrame, activity: pl.DataFrame) -> _PhaseKeys:
+    """The phase ranges, and each activity's phase (neither reads the idle attribution)."""
     ranges = phase_ranges(cpu, options.step_pattern, options.phase_patterns)
     keyed = with_columns_like(activity, activity_phases(launching_calls(events), activity, ranges).alias("phase_key"))
-    return operators, _PhaseKeys(ranges=ranges, activity=keyed)
+    return _PhaseKeys(ranges=ranges, activity=keyed)
+
+
+def _operators(events: pl.DataFrame, options: Options, cpu: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
+    """The operator table (which does not read the idle attribution either)."""
+    links = operator_links(events, step_pattern=options.step_pattern, cpu=cpu, columns=REPORT_COLUMNS)
+    return operator_table(links, device_table)
 
 
 def _phase_table(
-    unattributed: Future[tuple[pl.DataFrame, _PhaseKeys]],
+    keyed: Future[_PhaseKeys],
     windows: pl.DataFrame,
     gap_rows: pl.DataFrame,
     causes: Mapping[int, Mapping[str, iv.Intervals]],
     device_table: pl.DataFrame,
 ) -> pl.DataFrame:
-    """The phase table, once :func:`_unattributed` has keyed the activity."""
-    keys = unattributed.result()[1]
+    """The phase table, once each activity's phase is known."""
+    keys = keyed.result()
     return phase_table(keys.activity, windows, gap_rows, causes, keys.ranges, device_table)
 
 
