@@ -30,7 +30,6 @@ import numpy as np
 import polars as pl
 
 from traceq import schema
-from traceq.analyses.breakdown import kernel_name_count
 from traceq.analyses.collectives import align_and_match, collective_calls, with_exposed_waits
 from traceq.analyses.completeness import data_caveats, with_caveats
 from traceq.analyses.findings_base import FIRE_SHARE
@@ -53,6 +52,7 @@ from traceq.analyses.parts import (
     summarise_part,
 )
 from traceq.analyses.timeline import TimelineExcerpt, TimelineWindow, excerpt, select_window
+from traceq.analyses.top_lists import kernel_name_count
 from traceq.cache import Cache
 from traceq.executors import ExecutorSpec, on_cluster, open_executor
 from traceq.importers import Format

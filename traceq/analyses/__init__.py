@@ -5,9 +5,10 @@
 part by part (:mod:`traceq.analyses.parts`).
 """
 
-from traceq.analyses.breakdown import analyze, kernel_totals, top_kernels
+from traceq.analyses.breakdown import analyze
 from traceq.analyses.model import CAUSES, Analysis
 from traceq.analyses.options import DEFAULT_MAX_GAPS, DEFAULT_STEP_PATTERN, DEFAULT_TOP_KERNELS, Options
+from traceq.analyses.top_lists import kernel_totals, top_kernels
 
 __all__ = [
     "CAUSES",

@@ -286,7 +286,7 @@ class Analysis:
     gaps_total: int | None = field(default=None, repr=False, compare=False)
     """Gaps in all, where ``gap_table`` does not hold them all; None: ``gap_table.height``."""
     kernel_totals: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
-    """Every kernel name's count, total and longest duration (:func:`traceq.analyses.breakdown.kernel_totals`);
+    """Every kernel name's count, total and longest duration (:func:`traceq.analyses.top_lists.kernel_totals`);
     ``kernels`` lists the top ones."""
     idle_causes: Mapping[int, Mapping[str, Intervals]] = field(default_factory=dict, repr=False, compare=False)
     """Per dev and cause, the idle ns (:class:`traceq.analyses.attribution.Attribution`); empty in an

@@ -22,8 +22,8 @@ Every number equals the one the whole-table functions compute (``analyze``, ``fi
 ``analyze_job``) on the parts put together (each part's ``is_comm`` recomputed for the options
 first, as they do: :func:`~traceq.analyses.comm.with_comm_flags`): each device's breakdown depends only on its own
 source's rows; the top lists (gaps, kernels, rankings) are merged by the same functions that order
-one table's (:func:`~traceq.analyses.breakdown.longest_gaps`,
-:func:`~traceq.analyses.breakdown.top_kernels`); a rule's finding is explained by the rule itself,
+one table's (:func:`~traceq.analyses.top_lists.longest_gaps`,
+:func:`~traceq.analyses.top_lists.top_kernels`); a rule's finding is explained by the rule itself,
 on the part holding its worst device, given the merged ranking.
 """
 
@@ -41,7 +41,7 @@ import polars as pl
 
 from traceq import schema
 from traceq.analyses import memo
-from traceq.analyses.breakdown import analyze_flagged, longest_gap_rows, longest_gaps, top_kernels
+from traceq.analyses.breakdown import analyze_flagged
 from traceq.analyses.collectives import compute_activity, wait_covered_ns
 from traceq.analyses.comm import with_comm_flags
 from traceq.analyses.completeness import CoverageRow, coverage_rows
@@ -54,6 +54,7 @@ from traceq.analyses.operators import top_operators
 from traceq.analyses.options import Options
 from traceq.analyses.steps import DEVICE_KEY, devices
 from traceq.analyses.timeline import TimelineWindow
+from traceq.analyses.top_lists import longest_gap_rows, longest_gaps, top_kernels
 from traceq.meta import SourceMeta
 from traceq.stats import CategoryCount
 
@@ -84,7 +85,7 @@ class PartSummary:
     """The part's longest ``max_gaps`` rows of its gap table (its columns)."""
     gaps_total: int
     kernel_totals: pl.DataFrame
-    """Every kernel name of the part (:func:`~traceq.analyses.breakdown.kernel_totals`)."""
+    """Every kernel name of the part (:func:`~traceq.analyses.top_lists.kernel_totals`)."""
     totals: tuple[DeviceTotals, ...]
     """The findings context's devices (step windows and breakdown totals)."""
     rankings: Mapping[str, tuple[tuple[float, int], ...]]
