@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceq.analyses import CAUSES, Options, analyze
+from traceq.analyses import CAUSES, Options, analyze, breakdown
 from traceq.analyses.model import Analysis
+from traceq.errors import TraceqError
 
 from ..builders import PID, TID, Row, api, kernel, launch, memcpy, nccl, step, table
 from .attribution_oracle import attribute
@@ -270,3 +271,22 @@ def test_random_timelines_match_the_brute_force_reference(rows: list[Row]) -> No
     if not any(r["kind"] in ("kernel", "memcpy") and r["end_ns"] > r["start_ns"] for r in rows):
         return
     assert_matches_reference(rows, analyze(table(*rows)))
+
+
+@pytest.mark.parametrize("where", ["operator_links", "activity_phases", "attribute"])
+def test_an_error_on_either_thread_reaches_the_caller_as_it_was_raised(
+    monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """The operators and each activity's phase are worked out on a second thread, the attribution on
+    the calling one: an error in any of them is the analysis' error, unchanged."""
+
+    class Planted(TraceqError):
+        pass
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise Planted(f"planted in {where}")
+
+    monkeypatch.setattr(breakdown, where, fail)
+    events = table(step(0, 100, 1), launch(1, 2, 1), kernel(5, 10, corr=1))
+    with pytest.raises(Planted, match=f"planted in {where}"):
+        analyze(events)

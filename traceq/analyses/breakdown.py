@@ -14,8 +14,9 @@ t_step = t_compute + t_comm,exposed + t_idle).  Device totals are sums over its 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +68,7 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
         step_windows(events, device_table, options.step_pattern), _by_device(compile_ranges(cpu), device_table)
     )
     activity = _activity(events, device_table)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-analysis") as pool:
+    with _worker() as pool:
         # Each activity's phase and the operators do not wait for the idle attribution: a second
         # thread works them out meanwhile, in that order (polars' and NumPy's passes let the GIL go).
         keyed = pool.submit(_phase_keys, events, options, cpu, activity)
@@ -117,6 +118,17 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
         operators=top_operators(operator_rows, options.top_kernels),
         phases=phase_breakdowns(phase_rows),
     )
+
+
+@contextmanager
+def _worker() -> Iterator[ThreadPoolExecutor]:
+    """The breakdown's second thread.  On the way out it is waited for, but what it has not begun is
+    dropped: an error or an interrupt on the main thread does not wait for queued work."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-analysis")
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass(frozen=True)
