@@ -228,11 +228,11 @@ def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
     their launch key: ``slot`` and ``call`` (the launching call's position in
     :func:`~traceq.analyses.host_state.cpu_rows`, null without one; :mod:`traceq.analyses.launch_link`)."""
     link = launch_link(events)
-    rows = device_activity_rows(events)
+    slots = link.slot[device_activity_rows(events)]
     keyed = with_columns_like(
         gpu_rows(events, *ACTIVITY_COLUMNS),
-        pl.Series("slot", link.slot[rows], dtype=pl.Int64),
-        as_index(link.calls_of(rows)).alias("call"),
+        pl.Series("slot", slots, dtype=pl.Int64),
+        as_index(link.calls_at(slots)).alias("call"),
     )
     return with_dev(keyed, device_table)
 

@@ -64,10 +64,14 @@ class LaunchLink:
     def calls_of(self, rows: Index) -> Index:
         """The launching call (its position in ``cpu_rows``) of each table row of ``rows``;
         :data:`NONE` where it has none."""
-        slots = self.slot[rows]
-        keyed = slots >= 0
-        out = np.full(len(rows), NONE, np.int64)
-        out[keyed] = self.first_call[slots[keyed]]
+        return self.calls_at(self.slot[rows])
+
+    def calls_at(self, slots: Slots) -> Index:
+        """The launching call of the key of each of ``slots`` (:data:`NONE` for a slot NONE)."""
+        if len(self.first_call) == 0:
+            return np.full(len(slots), NONE, np.int64)
+        out = self.first_call[slots]  # (a slot NONE reads the last place: set right below)
+        out[slots < 0] = NONE
         return out
 
     def launched(self, rows: Index) -> Mask:
