@@ -273,12 +273,12 @@ def test_random_timelines_match_the_brute_force_reference(rows: list[Row]) -> No
     assert_matches_reference(rows, analyze(table(*rows)))
 
 
-@pytest.mark.parametrize("where", ["operator_links", "activity_phases", "attribute"])
+@pytest.mark.parametrize("where", ["launch_link", "operator_links", "activity_phases", "attribute"])
 def test_an_error_on_either_thread_reaches_the_caller_as_it_was_raised(
     monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    """The operators and each activity's phase are worked out on a second thread, the attribution on
-    the calling one: an error in any of them is the analysis' error, unchanged."""
+    """The launch link, the operators and each activity's phase are worked out on a second thread,
+    the attribution on the calling one: an error in any of them is the analysis' error, unchanged."""
 
     class Planted(TraceqError):
         pass

@@ -62,15 +62,18 @@ def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
 def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
     """:func:`analyze` of ``events`` whose ``is_comm`` already follows ``options`` (a job's parts flag
     their table once and read it several times)."""
-    device_table = devices(events)
-    cpu = labelled(cpu_rows(events), step_pattern=options.step_pattern, input_pattern=options.input_pattern)
-    windows = with_warmup(
-        step_windows(events, device_table, options.step_pattern), _by_device(compile_ranges(cpu), device_table)
-    )
-    activity = _activity(events, device_table)
     with _worker() as pool:
-        # Each activity's phase and the operators do not wait for the idle attribution: a second
-        # thread works them out meanwhile, in that order (polars' and NumPy's passes let the GIL go).
+        # A second thread: first the launch link (it reads only the table), beside the devices, the
+        # CPU rows and the step windows; then what does not wait for the idle attribution -- each
+        # activity's phase, the operators -- beside it (polars' and NumPy's passes let the GIL go).
+        linked = pool.submit(launch_link, events)  # (nothing on this thread asks for it before _activity)
+        device_table = devices(events)
+        cpu = labelled(cpu_rows(events), step_pattern=options.step_pattern, input_pattern=options.input_pattern)
+        windows = with_warmup(
+            step_windows(events, device_table, options.step_pattern), _by_device(compile_ranges(cpu), device_table)
+        )
+        linked.result()
+        activity = _activity(events, device_table)
         keyed = pool.submit(_phase_keys, events, options, cpu, activity)
         operators = pool.submit(_operators, events, options, cpu, device_table)
         launches = launches_by_device(cpu, activity, launch_link(events))
