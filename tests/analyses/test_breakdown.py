@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from traceq.analyses import CAUSES, Options, analyze, breakdown
 from traceq.analyses.model import Analysis
+from traceq.analyses.steps import only_dev
 from traceq.errors import TraceqError
 
 from ..builders import PID, TID, Row, api, kernel, launch, memcpy, nccl, step, table
@@ -290,3 +291,11 @@ def test_an_error_on_either_thread_reaches_the_caller_as_it_was_raised(
     events = table(step(0, 100, 1), launch(1, 2, 1), kernel(5, 10, corr=1))
     with pytest.raises(Planted, match=f"planted in {where}"):
         analyze(events)
+
+
+@pytest.mark.parametrize(
+    ("devs", "expected"),
+    [([3, 3, 3], 3), ([0], 0), ([], None), ([1, 2, 1], None), ([1, None], None), ([None], None)],
+)
+def test_only_dev_names_the_dev_when_every_row_has_the_same_one(devs: list[int | None], expected: int | None) -> None:
+    assert only_dev(pl.Series(devs, dtype=pl.UInt32)) == expected

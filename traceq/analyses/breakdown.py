@@ -72,11 +72,11 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
         windows = with_warmup(
             step_windows(events, device_table, options.step_pattern), _by_device(compile_ranges(cpu), device_table)
         )
-        linked.result()
+        link = linked.result()
         activity = _activity(events, device_table)
         keyed = pool.submit(_phase_keys, events, options, cpu, activity)
         operators = pool.submit(_operators, events, options, cpu, device_table)
-        launches = launches_by_device(cpu, activity, launch_link(events))
+        launches = launches_by_device(cpu, activity, link)
         attributed = attribute(cpu, activity, windows, launches, device_table.height, step_pattern=options.step_pattern)
         gap_rows = attributed.gaps
         step_rows, gap_in_steps, unions = _measure_windows(activity, windows, attributed, device_table.height)

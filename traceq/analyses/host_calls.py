@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
+from traceq.analyses.steps import only_dev
 from traceq.sorted_search import is_sorted
 
 
@@ -49,9 +50,9 @@ def steady_call_counts(
     synchronising calls, :func:`traceq.analyses.host_state.sync_calls`); ``device_table``: dev,
     source, pid; ``steady``: each dev's merged steady windows.  Devices without steady windows get 0.
     """
-    devs = launches.get_column("dev")
-    if launches.height and not devs.null_count() and devs.min() == devs.max():  # one device: no copy
-        launch_starts = {int(devs[0]): launches.get_column("start_ns").to_numpy()}
+    one = only_dev(launches.get_column("dev"))
+    if one is not None:  # one device: no copy
+        launch_starts = {one: launches.get_column("start_ns").to_numpy()}
     else:
         launch_starts = {
             int(dev): part.get_column("start_ns").to_numpy()

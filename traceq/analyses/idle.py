@@ -29,6 +29,7 @@ import polars as pl
 from traceq import intervals as iv
 from traceq.analyses.asof import join_asof_by, latest_at_or_before
 from traceq.analyses.launch_link import NONE, LaunchLink, as_index, gathered
+from traceq.analyses.steps import only_dev
 
 LAUNCH_LATENCY_CAP_NS: Final = 50_000
 """A delay from a launch's return to its kernel's start above this is no launch latency."""
@@ -325,15 +326,15 @@ def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame, link: LaunchLi
     # Per slot, the dev of its activity; one place more, where the rows without a key write (slot
     # NONE is -1: the last place) and which is then reset, so that no row needs a mask.
     dev_of = np.full(len(link.first_call) + 1, NONE, np.int64)
-    one_dev = not devs.is_empty() and not devs.null_count() and devs.min() == devs.max()
-    dev = int(devs[0]) if one_dev else devs.to_numpy().astype(np.int64)
+    one = only_dev(devs)
+    dev = one if one is not None else devs.to_numpy().astype(np.int64)
     dev_of[slot] = dev
     dev_of[NONE] = NONE
-    if one_dev or bool(np.all((dev_of[slot] == dev) | (slot < 0))):  # one device per key: a look-up
+    if one is not None or bool(np.all((dev_of[slot] == dev) | (slot < 0))):  # one device per key: a look-up
         # (a row of cpu has a slot only if it is a keyed cuda_api call)
         found = dev_of[link.cpu_slot]
         calls = np.flatnonzero(found >= 0)
-        of_dev = pl.lit(dev, pl.UInt32) if one_dev else pl.Series(found[calls], dtype=pl.UInt32)
+        of_dev = pl.lit(one, pl.UInt32) if one is not None else pl.Series(found[calls], dtype=pl.UInt32)
         return gathered(cpu, calls, *columns).select(of_dev.alias("dev"), pl.all())
     api_slot = link.cpu_slot.astype(np.int64)
     keyed = np.flatnonzero(api_slot >= 0)

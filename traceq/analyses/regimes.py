@@ -37,6 +37,7 @@ from traceq import intervals as iv
 from traceq.analyses.host_state import matching
 from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES, with_kernel_class
 from traceq.analyses.model import REGIME_VERDICTS, Regime
+from traceq.analyses.steps import only_dev
 
 SHORT_GAP_NS: Final = 100_000
 """Idle intervals shorter than this that end at a kernel are per-kernel overhead."""
@@ -150,7 +151,7 @@ class _Rows:
         )
         devs = activity.get_column("dev")
         return cls(
-            dev=_only_dev(devs) if not devs.null_count() and devs.min() == devs.max() else devs.to_numpy(),
+            dev=one if (one := only_dev(devs)) is not None or devs.is_empty() else devs.to_numpy(),
             start_ns=activity.get_column("start_ns").to_numpy(),
             end_ns=activity.get_column("end_ns").to_numpy(),
             correlation=activity.get_column("correlation"),
@@ -179,11 +180,6 @@ class _Rows:
 
     def lengths_ns(self, rows: BoolArray) -> iv.Int64Array:
         return self.end_ns[rows] - self.start_ns[rows]
-
-
-def _only_dev(devs: pl.Series) -> int | None:
-    """The dev of every row of ``devs`` (all the same; None: no rows)."""
-    return None if devs.is_empty() else int(devs[0])
 
 
 def _verdict(shares: Mapping[str, int], step_ns: int, t_k: int | None, t_cpu: int | None) -> str:

@@ -117,6 +117,14 @@ def gpu_rows_of(events: pl.DataFrame, kinds: tuple[str, ...], *columns: str) -> 
     return events.lazy().filter(on_gpu).select(wanted).collect()
 
 
+def only_dev(devs: pl.Series) -> int | None:
+    """The dev every value of ``devs`` is, where there is at least one and all are the same (no
+    null); else None.  (The common one-GPU part: its rows need no split by dev.)"""
+    if devs.is_empty() or devs.null_count() or devs.min() != devs.max():
+        return None
+    return int(devs[0])
+
+
 def with_dev(rows: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
     """``rows`` (with the device key, ``source`` String or Categorical) that belong to a device of
     ``device_table``, with its ``dev`` in front; the order of ``rows`` is kept."""
