@@ -1,5 +1,6 @@
-"""The innermost range open at a point: the binary-search path, the as-of-join path and the
-definition (the latest-starting range of the point's thread that contains it) agree."""
+"""The innermost range open at a point: the binary-search path (asked per point, or per segment
+between the ranges' bounds), the as-of-join path and the definition (the latest-starting range of
+the point's thread that contains it) agree."""
 
 from __future__ import annotations
 
@@ -78,6 +79,13 @@ def _by_joins(ranges: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
         return innermost_at(ranges, points, BY)
 
 
+def _searched(ranges: pl.DataFrame, points: pl.DataFrame, *, per_segment: bool) -> pl.DataFrame:
+    """The binary-search path, asked once per segment or once per point whatever the counts."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nesting, "SEGMENT_RATIO", 0 if per_segment else 1 << 40)
+        return innermost_at(ranges, points, BY)
+
+
 def _answers(found: pl.DataFrame, points: pl.DataFrame) -> dict[int, int | None]:
     """The answer per point, checked to come one row per point in the points' order."""
     assert found.get_column("_range").dtype == pl.UInt32
@@ -109,6 +117,8 @@ def test_on_nested_ranges_the_innermost_is_the_latest_starting_range_that_contai
     ranges, points = case
     want = _latest_starting_containing(ranges, points)
     assert _answers(innermost_at(ranges, points, BY), points) == want
+    assert _answers(_searched(ranges, points, per_segment=True), points) == want
+    assert _answers(_searched(ranges, points, per_segment=False), points) == want
     assert _answers(_by_joins(ranges, points), points) == want
 
 
@@ -118,7 +128,8 @@ def test_on_any_ranges_both_paths_give_one_answer_and_it_contains_the_point(
     case: tuple[pl.DataFrame, pl.DataFrame],
 ) -> None:
     ranges, points = case
-    searched = _answers(innermost_at(ranges, points, BY), points)
+    searched = _answers(_searched(ranges, points, per_segment=True), points)
+    assert searched == _answers(_searched(ranges, points, per_segment=False), points)
     assert searched == _answers(_by_joins(ranges, points), points)
     containing = _latest_starting_containing(ranges, points)
     by_range = {r["_range"]: r for r in ranges.rows(named=True)}

@@ -16,11 +16,14 @@ start/end ranges may overlap) can break that; every answer is therefore checked 
 contain ``t``) and the points it fails are answered by the latest-starting range that contains
 them, which is the innermost one wherever ranges nest.
 
-:func:`innermost_at` asks that of millions of points (every launching call of a 20 M-row trace).
-Its counts, its look-up by depth and :func:`prepared`'s depths are binary searches (numpy) in the
-ranges' sorted keys (:func:`traceq.analyses.asof.group_numbers` numbers the threads), where
-a key is (group, time) or (group, depth, time) packed into one int64: ``group × width + t −
-t_min`` with ``width`` the span of every time involved, so that the groups do not mix.  Where the
+:func:`innermost_at` asks that of millions of points (every launching call of a 20 M-row trace),
+where the ranges are a few hundred thousand: the rule is then asked once per segment between two
+consecutive bounds of a thread's ranges (the same ranges are open throughout one), and each point
+is one search for its segment.  The counts, the look-up by depth and :func:`prepared`'s depths
+are binary searches (numpy) in the ranges' sorted keys (:func:`traceq.analyses.asof.group_numbers`
+numbers the threads), where a key is (group, time) or (group, depth, time) packed into one int64:
+``group × width + t − t_min`` with ``width`` the span of every time involved, so that the groups
+do not mix.  Where the
 packing would not fit in 62 bits, or a group column holds a null, the same rule runs as polars
 as-of joins instead; both give the same answer.
 """
@@ -28,10 +31,13 @@ as-of joins instead; both give the same answer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
 import polars as pl
 
+from traceq import intervals as iv
 from traceq.analyses.asof import (
     PACKED_LIMIT,
     Array,
@@ -144,7 +150,12 @@ def innermost_at(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) 
 
 def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame | None:
     """:func:`innermost_at` by binary search in packed keys (the module's docstring); ``None`` where
-    the keys do not pack (the caller joins instead).  ``by``: integer columns (:func:`integer_groups`)."""
+    the keys do not pack (the caller joins instead).  ``by``: integer columns (:func:`integer_groups`).
+
+    Where the points outnumber the ranges' bounds :data:`SEGMENT_RATIO` times over, the rule is
+    asked once per **segment** instead: between two consecutive bounds (starts and ends) of a
+    group's ranges, the same ranges have started and ended, so every point of the segment has the
+    answer of its first ns, and each point is then one search for its segment and one look-up."""
     groups = group_numbers(ranges, points, by)
     if groups is None:
         return None
@@ -152,42 +163,97 @@ def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequenc
     point_ids = points.get_column("_point")
     if ranges.is_empty() or points.is_empty():
         return points.select("_point", pl.lit(None, dtype=pl.UInt32).alias(_IDX))
-    start = int64_of(ranges, "start_ns")
-    end = int64_of(ranges, "end_ns")
-    depth = int64_of(ranges, "_depth")
     t = int64_of(points, "_t")
-    low = min(int(start.min()), int(t.min()))
-    width = max(int(end.max()), int(t.max())) - low + 1
-    if (int(range_group.max()) + 1) * width >= PACKED_LIMIT:
+    rule = _DepthRule.of(ranges, range_group, int(t.min()), int(t.max()))
+    if rule is None:
         return None
-    depths_n = int(depth.max()) + 1
-    grouped = point_group >= 0
-    point_key = point_group * width + (t - low)
-    # Open at t: started by t minus ended by t (each range counts in its own group only).
-    # The ranges come sorted by (group, start) and their ends nearly so: NumPy's merge sort finds
-    # those runs (its default sort does not).
-    starts = np.sort(range_group * width + (start - low), kind="stable")
-    ends = np.sort(range_group * width + (end - low), kind="stable")
-    open_n = searchsorted(starts, point_key, "right") - searchsorted(ends, point_key, "right")
-    asked = np.flatnonzero(grouped & (open_n > 0))
-    # The latest-starting range of depth D - 1 that started by t, in the point's group: the groups
-    # of that search are (group, depth).
-    wanted = point_group[asked] * depths_n + open_n[asked] - 1
-    at = packed_latest(range_group * depths_n + depth, start, wanted, t[asked])
-    if at is None:
+    keys = rule.keys(point_group, t)  # (a point of no group: below every bound, so inside no range)
+    if len(keys) < SEGMENT_RATIO * 2 * len(rule.starts):
+        answer = rule.answer(keys)
+        if answer is None:
+            return None
+        found = pl.Series(_IDX, answer, dtype=pl.Int64)
+        return pl.DataFrame([point_ids, found]).with_columns(
+            pl.when(pl.col(_IDX) >= 0).then(pl.col(_IDX)).cast(pl.UInt32).alias(_IDX)
+        )
+    bounds = iv.distinct(np.concatenate([rule.starts, rule.ends]))
+    per_segment = rule.answer(bounds)
+    if per_segment is None:
         return None
-    candidate = np.maximum(at, 0)
-    hit = (at >= 0) & (end[candidate] > t[asked])
-    answer = np.full(points.height, -1, np.int64)
-    answer[asked[hit]] = ranges.get_column(_IDX).to_numpy()[candidate[hit]]
-    found = pl.DataFrame({"_point": point_ids, _IDX: pl.Series(answer, dtype=pl.Int64)}).with_columns(
-        pl.when(pl.col(_IDX) >= 0).then(pl.col(_IDX)).cast(pl.UInt32).alias(_IDX)
-    )
-    failed = asked[~hit]
-    if not len(failed):
-        return found
-    rest = _latest_containing(ranges, points[failed].select(*by, "_point", "_t"), by)
-    return found.update(rest, on="_point", how="left")
+    # Index 0 of the look-up answers a point before every bound (or of no group): no range.
+    look_up = pl.Series(_IDX, np.concatenate(([-1], per_segment)), dtype=pl.Int64)
+    look_up = look_up.set(look_up < 0, None).cast(pl.UInt32)
+    segment = pl.Series(searchsorted(bounds, keys, "right"))
+    return pl.DataFrame([point_ids, look_up.gather(segment)])
+
+
+SEGMENT_RATIO: Final = 2
+""":func:`_innermost_by_search` answers per segment where there are this many points per bound."""
+
+
+@dataclass(frozen=True)
+class _DepthRule:
+    """The ranges of :func:`prepared` (in their rows' order) with their (group, time) keys packed, and
+    the rule that answers a packed point key (the module's docstring)."""
+
+    ranges: pl.DataFrame
+    group: Array
+    start: Array
+    end: Array
+    depth: Array
+    low: int
+    width: int
+    starts: Array
+    """Every range's packed start, sorted."""
+    ends: Array
+    """Every range's packed end, sorted."""
+
+    @classmethod
+    def of(cls, ranges: pl.DataFrame, group: Array, t_min: int, t_max: int) -> _DepthRule | None:
+        """The rule for ``ranges`` (``group``: each one's group number) and points between ``t_min``
+        and ``t_max``; ``None`` where the keys do not pack."""
+        start = int64_of(ranges, "start_ns")
+        end = int64_of(ranges, "end_ns")
+        low = min(int(start.min()), t_min)
+        width = max(int(end.max()), t_max) - low + 1
+        if (int(group.max()) + 1) * width >= PACKED_LIMIT:
+            return None
+        # The ranges come sorted by (group, start) and their ends nearly so: NumPy's merge sort finds
+        # those runs (its default sort does not).
+        starts = np.sort(group * width + (start - low), kind="stable")
+        ends = np.sort(group * width + (end - low), kind="stable")
+        return cls(ranges, group, start, end, int64_of(ranges, "_depth"), low, width, starts, ends)
+
+    def keys(self, group: Array, t: Array) -> Array:
+        """Points' packed keys (``group`` −1: below every range's key)."""
+        return group * self.width + (t - self.low)
+
+    def answer(self, keys: Array) -> Array | None:
+        """Per packed key, the ``_range`` of the innermost range open there, −1 where none; ``None``
+        where the (group, depth) keys do not pack."""
+        # Open at t: started by t minus ended by t (each range counts in its own group only).
+        open_n = searchsorted(self.starts, keys, "right") - searchsorted(self.ends, keys, "right")
+        asked = np.flatnonzero(open_n > 0)
+        group = keys[asked] // self.width
+        t = keys[asked] - group * self.width + self.low
+        # The latest-starting range of depth D - 1 that started by t, in the point's group: the
+        # groups of that search are (group, depth).
+        depths_n = int(self.depth.max()) + 1
+        at = packed_latest(self.group * depths_n + self.depth, self.start, group * depths_n + open_n[asked] - 1, t)
+        if at is None:
+            return None
+        candidate = np.maximum(at, 0)
+        hit = (at >= 0) & (self.end[candidate] > t)
+        ids = self.ranges.get_column(_IDX).to_numpy()
+        answer = np.full(len(keys), -1, np.int64)
+        answer[asked[hit]] = ids[candidate[hit]]
+        failed = np.flatnonzero(~hit)
+        if len(failed):
+            # A thread whose ranges do not nest: the latest-starting range that contains the point.
+            queries = pl.DataFrame({"_g": group[failed], "_point": failed, "_t": t[failed]})
+            rest = _latest_containing(self.ranges.with_columns(pl.Series("_g", self.group)), queries, ["_g"])
+            answer[asked[rest.get_column("_point").to_numpy()]] = rest.get_column(_IDX).to_numpy()
+        return answer
 
 
 def _latest_containing(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
