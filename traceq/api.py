@@ -30,7 +30,7 @@ from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
 from traceq.analyses.model import Mfu
 from traceq.analyses.operators import activity_operators as _activity_operators
-from traceq.analyses.operators import operator_links, operator_table
+from traceq.analyses.operators import operator_table_of
 from traceq.analyses.steps import compile_step_pattern, devices, step_index
 from traceq.analyses.unlaunched import launch_coverage
 from traceq.cache import Cache
@@ -185,8 +185,7 @@ def operators(trace: Trace, *, step_pattern: str = DEFAULT_STEP_PATTERN) -> pl.D
 
     Columns: rank, device, pid, source, op_name (String; null: work with no operator), calls,
     activities, kernels, gpu_ns, mean_ns, max_ns (Int64), share (Float64)."""
-    attributed = operator_links(trace.events, step_pattern=compile_step_pattern(step_pattern))
-    return operator_table(attributed, devices(trace.events))
+    return operator_table_of(trace.events, devices(trace.events), step_pattern=compile_step_pattern(step_pattern))
 
 
 def phases(

@@ -274,7 +274,7 @@ def test_random_timelines_match_the_brute_force_reference(rows: list[Row]) -> No
     assert_matches_reference(rows, analyze(table(*rows)))
 
 
-@pytest.mark.parametrize("where", ["launch_link", "operator_links", "activity_phases", "attribute"])
+@pytest.mark.parametrize("where", ["launch_link", "operator_table_of", "activity_phases", "attribute"])
 def test_an_error_on_either_thread_reaches_the_caller_as_it_was_raised(
     monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:

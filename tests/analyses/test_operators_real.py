@@ -25,9 +25,13 @@ from traceq.analyses.operators import (
     ACTIVITY_OPERATOR_COLUMNS,
     NAME_COLUMNS,
     NVTX_OP_ARGUMENTS,
-    REPORT_COLUMNS,
+    activity_operators,
     operator_links,
+    operator_names_of,
+    operator_table,
+    operator_table_of,
 )
+from traceq.analyses.steps import devices
 
 KINETO = "hta/trace_diff/control/control.json.gz"
 NSYS = "nsys/nsysai_h100_2gpu_1s_2026.2.1.sqlite"
@@ -137,25 +141,34 @@ def test_the_coded_reading_holds_the_same_rows_with_names_as_codes(shared_traces
     assert strings.get_column("op_name").drop_nulls().len() > 0
 
 
-@pytest.mark.parametrize("name", [KINETO, NSYS])
-@pytest.mark.parametrize(
-    "columns",
-    [
-        REPORT_COLUMNS,
-        ("row", "op_name"),
-        ("module", "launch_name"),
-        ("start_ns", "op_path", "op_linked_by"),
-        ("op_linked_by",),
-        ("op_end_ns", "module"),
-        ("kind",),
-    ],
-)
-def test_asking_for_some_columns_gives_those_columns_of_the_whole_reading(
-    shared_traces: Path, name: str, columns: tuple[str, ...]
-) -> None:
-    """Columns asked of ``operator_links`` (the report asks :data:`REPORT_COLUMNS`, and only what
-    they need is computed) are those columns of the whole reading, row for row."""
-    events = traceq.load(shared_traces / name).events
-    some = operator_links(events, columns=columns)
-    assert some.equals(operator_links(events).select(c for c in ACTIVITY_OPERATOR_COLUMNS if c in columns))
-    assert some.height > 0
+def _sample_and_real_traces(shared_traces: Path) -> list[Path]:
+    files = sorted(p for p in shared_traces.rglob("*") if p.name.endswith((".json.gz", ".json", ".sqlite")))
+    return [*files, *sorted((Path(__file__).parents[2] / "sample_traces").glob("*.json*"))]
+
+
+def test_the_operator_table_summed_per_range_is_the_table_of_every_activitys_row(shared_traces: Path) -> None:
+    """What the report reads (``operator_table_of``: activities summed per operator range, then per
+    name) is the operator table of ``operator_links``' row per activity, on every trace."""
+    with_ops = 0
+    for path in _sample_and_real_traces(shared_traces):
+        events = traceq.load(path).events
+        table = devices(events)
+        summed = operator_table_of(events, table)
+        assert summed.equals(operator_table(operator_links(events), table)), path
+        with_ops += summed.filter(pl.col("op_name").is_not_null()).height
+    assert with_ops > 0
+
+
+def test_the_findings_look_up_of_operators_by_correlation_reads_the_same_operators(shared_traces: Path) -> None:
+    """``operator_names_of`` (the few activities a finding names) gives each activity the operator
+    ``activity_operators`` gives it, in event order."""
+    for name in (KINETO, NSYS):
+        events = traceq.load(shared_traces / name).events
+        every = activity_operators(events)
+        ids = every.get_column("correlation").drop_nulls().unique().sort().gather_every(7)
+        got = operator_names_of(events, ids)
+        want = every.filter(pl.col("correlation").is_in(ids.implode())).select(
+            "source", "pid", "correlation", "op_name"
+        )
+        assert got.equals(want), name
+        assert got.get_column("op_name").drop_nulls().len() > 0

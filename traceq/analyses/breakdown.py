@@ -41,7 +41,7 @@ from traceq.analyses.model import (
     StepBreakdown,
     zero_by_cause,
 )
-from traceq.analyses.operators import REPORT_COLUMNS, operator_links, operator_table, top_operators
+from traceq.analyses.operators import operator_table_of, top_operators
 from traceq.analyses.options import Options
 from traceq.analyses.phases import activity_phases, phase_breakdowns, phase_ranges, phase_table
 from traceq.analyses.regimes import Busy, regimes
@@ -152,8 +152,7 @@ def _phase_keys(events: pl.DataFrame, options: Options, cpu: pl.DataFrame, activ
 
 def _operators(events: pl.DataFrame, options: Options, cpu: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
     """The operator table (which does not read the idle attribution either)."""
-    links = operator_links(events, step_pattern=options.step_pattern, cpu=cpu, columns=REPORT_COLUMNS)
-    return operator_table(links, device_table)
+    return operator_table_of(events, device_table, step_pattern=options.step_pattern, cpu=cpu)
 
 
 def _phase_table(

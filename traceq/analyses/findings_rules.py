@@ -17,7 +17,7 @@ from traceq import intervals as iv
 from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice, with_step
 from traceq.analyses.host_state import cpu_rows, loader_ranges, sync_calls
 from traceq.analyses.model import Evidence, Finding
-from traceq.analyses.operators import REPORT_COLUMNS, operator_links
+from traceq.analyses.operators import operator_names_of
 from traceq.analyses.regimes import SHORT_GAP_NS
 from traceq.units import evidence_ns, format_share, short_kernel_name, step_position
 
@@ -86,13 +86,9 @@ def _with_operators(ctx: FindingContext, gaps: pl.DataFrame) -> pl.DataFrame:
     # Only the activities with a correlation some gap ends at: a few rows, not every activity's.
     ids = gaps.get_column("next_correlation").drop_nulls().unique()
     ops = (
-        operator_links(ctx.events, step_pattern=ctx.analysis.step_pattern, columns=REPORT_COLUMNS)
-        .lazy()
-        .filter(pl.col("correlation").is_in(ids.implode()))
-        .select("source", "pid", pl.col("correlation").alias("next_correlation"), "op_name")
+        operator_names_of(ctx.events, ids, step_pattern=ctx.analysis.step_pattern)
+        .rename({"correlation": "next_correlation"})
         .unique(subset=["source", "pid", "next_correlation"], keep="first")
-        .with_columns(pl.col("source", "op_name").cast(pl.String))
-        .collect()
     )
     keyed = gaps.with_columns(pl.col("source").cast(pl.String))
     return keyed.join(ops, on=["source", "pid", "next_correlation"], how="left", nulls_equal=False)

@@ -24,7 +24,7 @@ Work with no launching call, or launched where no operator range is open, has a 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import polars as pl
@@ -32,7 +32,13 @@ import polars as pl
 from traceq.analyses.asof import join_by
 from traceq.analyses.chunks import with_columns_like
 from traceq.analyses.host_state import cpu_rows, matching
-from traceq.analyses.launch_link import ON_DEVICE, as_index, device_activity_rows, launching_calls
+from traceq.analyses.launch_link import (
+    ON_DEVICE,
+    LaunchingCalls,
+    as_index,
+    device_activity_rows,
+    launching_calls,
+)
 from traceq.analyses.memo import per_frame
 from traceq.analyses.model import OperatorStat
 from traceq.analyses.nesting import innermost_at, paths, prepared
@@ -99,34 +105,15 @@ def activity_operators(
 
 
 def operator_links(
-    events: pl.DataFrame,
-    *,
-    step_pattern: str = DEFAULT_STEP_PATTERN,
-    cpu: pl.DataFrame | None = None,
-    columns: tuple[str, ...] = ACTIVITY_OPERATOR_COLUMNS,
+    events: pl.DataFrame, *, step_pattern: str = DEFAULT_STEP_PATTERN, cpu: pl.DataFrame | None = None
 ) -> pl.DataFrame:
     """:func:`activity_operators` with its :data:`NAME_COLUMNS` as codes (Categorical; ``kind`` and
-    ``op_linked_by`` Enum), not Strings: the analyses' own reading, where a 20 M-row trace's ten
-    million names per column would cost seconds to write out as Strings.  ``columns``: only these
-    (in :data:`ACTIVITY_OPERATOR_COLUMNS`' order; the report reads :data:`REPORT_COLUMNS`), and
-    only what they need is computed.  Memoized per frame."""
-    return _activity_operators(events, step_pattern, _Hint(cpu), columns)
+    ``op_linked_by`` Enum), not Strings, where a 20 M-row trace's ten million names per column
+    would cost seconds to write out as Strings.  Memoized per frame.  (The report reads neither:
+    it sums the activities per operator range, :func:`operator_table_of`, and looks up the few
+    operators its findings name, :func:`operator_names_of`.)"""
+    return _activity_operators(events, step_pattern, _Hint(cpu))
 
-
-REPORT_COLUMNS: Final = (
-    "source",
-    "pid",
-    "device",
-    "kind",
-    "dur_ns",
-    "correlation",
-    "launch_tid",
-    "op_name",
-    "op_start_ns",
-    "op_end_ns",
-)
-"""What the report reads of :func:`operator_links`: the operator table's columns
-(:func:`operator_table`) and the finding's look-up of the operator by correlation."""
 
 NAME_COLUMNS: Final = ("source", "kind", "name", "launch_name", "op_name", "op_path", "op_linked_by", "module")
 """The columns of :func:`activity_operators` that are Strings there and codes in :func:`operator_links`."""
@@ -153,38 +140,36 @@ _ACTIVITY_COLUMNS: Final = ACTIVITY_OPERATOR_COLUMNS[:11]
 
 
 @per_frame
-def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint, columns: tuple[str, ...]) -> pl.DataFrame:
-    own = [c for c in _ACTIVITY_COLUMNS if c in columns]
-    read = [c for c in own if c not in ("row", "dur_ns")]
-    if "dur_ns" in own:
-        read += [c for c in ("start_ns", "end_ns") if c not in read]
+def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) -> pl.DataFrame:
     on_device = (
         events.lazy()
         .filter(ON_DEVICE)
-        .select(read or ["kind"])  # (one column at least: the rows)
+        .select(c for c in _ACTIVITY_COLUMNS if c not in ("row", "dur_ns"))
         .collect()
         # (cast after the collect, chunk by chunk, as every column added below: see chunks.py)
         .with_columns(
-            *(pl.col(c).cast(pl.Categorical) for c in ("source", "name") if c in read),
-            *([(pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")] if "dur_ns" in own else []),
+            pl.col("source", "name").cast(pl.Categorical), (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")
         )
     )
-    activity = (
-        with_columns_like(on_device, pl.Series("row", device_activity_rows(events), dtype=pl.UInt32))
-        if "row" in own
-        else on_device
-    )
-    per_call = _per_call(events, step_pattern, hint, [c for c in columns if c not in _ACTIVITY_COLUMNS])
+    activity = with_columns_like(on_device, pl.Series("row", device_activity_rows(events), dtype=pl.UInt32))
+    per_call = _per_call(events, step_pattern, hint)
     gathered = per_call.select(pl.all().gather(as_index(launching_calls(events).points)))
-    out = with_columns_like(activity, *gathered.get_columns())
-    return out.select(c for c in ACTIVITY_OPERATOR_COLUMNS if c in columns)
+    return with_columns_like(activity, *gathered.get_columns()).select(ACTIVITY_OPERATOR_COLUMNS)
 
 
-def _per_call(events: pl.DataFrame, step_pattern: str, hint: _Hint, wanted: list[str]) -> pl.DataFrame:
-    """Per launching call, in _point order (every part below is: no join by _point), the ``wanted``
-    columns of its own, its operator's and its module."""
-    calls = launching_calls(events)
-    launched = calls.rows.select(
+def _per_call(events: pl.DataFrame, step_pattern: str, hint: _Hint) -> pl.DataFrame:
+    """Per launching call, in _point order (every part below is: no join by _point), its own
+    columns of :data:`ACTIVITY_OPERATOR_COLUMNS`, its operator's and its module."""
+    launched = _launched(launching_calls(events))
+    cpu = cpu_rows(events) if hint.value is None else hint.value
+    ops = _operators_of_calls(_call_operators(events, step_pattern, hint, True))
+    modules = _module_paths(cpu, launched)
+    return pl.concat([launched.drop("_point", "_ext", "source", "pid"), ops, modules], how="horizontal")
+
+
+def _launched(calls: LaunchingCalls) -> pl.DataFrame:
+    """The launching calls (in _point order) as the operators read them."""
+    return calls.rows.select(
         "_point",
         "source",
         "pid",
@@ -193,14 +178,24 @@ def _per_call(events: pl.DataFrame, step_pattern: str, hint: _Hint, wanted: list
         pl.col("start_ns").alias("launch_start_ns"),
         pl.col("external_id").alias("_ext"),
     )
+
+
+@dataclass(frozen=True)
+class _CallOperators:
+    """The operator ranges (:func:`_operator_ranges`) and, per launching call in _point order, the
+    ``_range`` of its operator (null: none) and ``op_linked_by``."""
+
+    ops: pl.DataFrame
+    chosen: pl.DataFrame
+
+
+@per_frame
+def _call_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint, with_paths: bool) -> _CallOperators:
+    """Each launching call's operator range, once per table (the operator table, the findings' look-up
+    and :func:`operator_links` read it)."""
     cpu = cpu_rows(events) if hint.value is None else hint.value
-    parts = [launched.drop("_point", "_ext", "source", "pid")]
-    if any(c.startswith("op_") for c in wanted):
-        ops = _operator_ranges(cpu, step_pattern, with_paths="op_path" in wanted)
-        parts.append(_operators_of_calls(ops, launched, wanted))
-    if "module" in wanted:
-        parts.append(_module_paths(cpu, launched))
-    return pl.concat(parts, how="horizontal").select(wanted)
+    ops = _operator_ranges(cpu, step_pattern, with_paths=with_paths)
+    return _CallOperators(ops, _chosen_ranges(ops, _launched(launching_calls(events))))
 
 
 def _at(table: pl.DataFrame, ranges: pl.Series, *columns: pl.Expr) -> pl.DataFrame:
@@ -246,9 +241,9 @@ def _operator_ranges(cpu: pl.DataFrame, step_pattern: str, *, with_paths: bool =
     return table.join(paths(table, _THREAD, "name"), on="_range", how="left") if with_paths else table
 
 
-def _operators_of_calls(ops: pl.DataFrame, calls: pl.DataFrame, wanted: Sequence[str]) -> pl.DataFrame:
-    """Per launching call (a row of ``calls``, in their order), of op_name, op_path, op_start_ns,
-    op_end_ns, op_linked_by those ``wanted``."""
+def _chosen_ranges(ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """Per launching call (a row of ``calls``, :func:`_launched`, in their order): ``_range``, its
+    operator range in ``ops`` (null: none), and ``op_linked_by``."""
     points = calls.select(
         "source", "pid", pl.col("launch_tid").alias("tid"), "_point", pl.col("launch_start_ns").alias("_t")
     )
@@ -279,7 +274,7 @@ def _operators_of_calls(ops: pl.DataFrame, calls: pl.DataFrame, wanted: Sequence
         .then(pl.col("_by_id"))
         .alias("_by_id")
     )
-    chosen = linked.select(by_id_open, enclosing.get_column(_RANGE).alias("_enclosing")).select(
+    return linked.select(by_id_open, enclosing.get_column(_RANGE).alias("_enclosing")).select(
         pl.coalesce("_by_id", "_enclosing").alias(_RANGE),
         pl.when(pl.col("_by_id").is_not_null())
         .then(pl.lit("external_id", dtype=LINKED_BY))
@@ -287,14 +282,19 @@ def _operators_of_calls(ops: pl.DataFrame, calls: pl.DataFrame, wanted: Sequence
         .then(pl.lit("enclosing", dtype=LINKED_BY))
         .alias("op_linked_by"),
     )
-    of_op = {
-        "op_name": pl.col("name").cast(pl.Categorical),
-        "op_path": pl.col("_path").cast(pl.Categorical),
-        "op_start_ns": pl.col("start_ns"),
-        "op_end_ns": pl.col("end_ns"),
-    }
-    info = _at(ops, chosen.get_column(_RANGE), *(e.alias(c) for c, e in of_op.items() if c in wanted))
-    return pl.concat([info, chosen], how="horizontal").select(c for c in (*of_op, "op_linked_by") if c in wanted)
+
+
+def _operators_of_calls(found: _CallOperators) -> pl.DataFrame:
+    """Per launching call (in _point order): op_name, op_path, op_start_ns, op_end_ns, op_linked_by."""
+    info = _at(
+        found.ops,
+        found.chosen.get_column(_RANGE),
+        pl.col("name").cast(pl.Categorical).alias("op_name"),
+        pl.col("_path").cast(pl.Categorical).alias("op_path"),
+        pl.col("start_ns").alias("op_start_ns"),
+        pl.col("end_ns").alias("op_end_ns"),
+    )
+    return pl.concat([info, found.chosen.select("op_linked_by")], how="horizontal")
 
 
 def _with_id_ops(calls: pl.DataFrame, by_id: pl.DataFrame) -> pl.DataFrame:
@@ -358,18 +358,13 @@ def operator_table(activity: pl.DataFrame, device_table: pl.DataFrame) -> pl.Dat
     (sum of the activities' durations), mean_ns (``gpu_ns // activities``), max_ns (longest
     activity), share (``gpu_ns`` over the device's summed activity durations).  Sorted by rank,
     source, pid, device, then gpu_ns descending and op_name."""
-    keys = device_table.select("source", "pid", "device", "rank")
     # A lazy query: polars' eager group_by gathered every group's rows of a 10 M-row frame into
     # fresh memory (1.8 GB, 0.8-2.5 s); the query's engine aggregates as it reads (15 MB, 0.2 s).
     grouped = (
         activity.lazy()
         .group_by("source", "pid", "device", "op_name")
         .agg(
-            pl.struct("launch_tid", "op_start_ns", "op_end_ns")
-            .filter(pl.col("op_start_ns").is_not_null())
-            .n_unique()
-            .cast(pl.Int64)
-            .alias("calls"),
+            _calls(pl.struct("launch_tid", "op_start_ns", "op_end_ns"), pl.col("op_start_ns")),
             pl.len().cast(pl.Int64).alias("activities"),
             (pl.col("kind") == "kernel").sum().cast(pl.Int64).alias("kernels"),
             pl.col("dur_ns").sum().cast(pl.Int64).alias("gpu_ns"),
@@ -378,6 +373,90 @@ def operator_table(activity: pl.DataFrame, device_table: pl.DataFrame) -> pl.Dat
         .with_columns(pl.col("source", "op_name").cast(pl.String))  # (codes where from operator_links)
         .collect()
     )
+    return _finished(grouped, device_table)
+
+
+def _calls(op: pl.Expr, start: pl.Expr) -> pl.Expr:
+    """The ``calls`` of a group: its distinct operator ranges (``op``: (thread, start, end)), where
+    it has one (``start`` not null)."""
+    return op.filter(start.is_not_null()).n_unique().cast(pl.Int64).alias("calls")
+
+
+def operator_table_of(
+    events: pl.DataFrame,
+    device_table: pl.DataFrame,
+    *,
+    step_pattern: str = DEFAULT_STEP_PATTERN,
+    cpu: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """``operator_table(operator_links(events, ...), device_table)``, without a row per activity:
+    each activity's operator range is read by its launching call's position, the activities are
+    summed per (device, operator range), and those sums per operator name (a 20 M-row trace's ten
+    million activities become a few hundred thousand range sums before any name is read).
+    ``cpu``: as :func:`activity_operators`."""
+    found = _call_operators(events, step_pattern, _Hint(cpu), False)
+    ranges = found.chosen.get_column(_RANGE).gather(as_index(launching_calls(events).points))
+    activity = (
+        events.lazy()
+        .filter(ON_DEVICE)
+        .select("source", "pid", "device", "kind", (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
+        .collect()
+    )
+    per_range = (
+        with_columns_like(activity, ranges)
+        .lazy()
+        .group_by("source", "pid", "device", _RANGE)
+        .agg(
+            pl.len().cast(pl.Int64).alias("activities"),
+            (pl.col("kind") == "kernel").sum().cast(pl.Int64).alias("kernels"),
+            pl.col("dur_ns").sum().alias("gpu_ns"),
+            pl.col("dur_ns").max().alias("max_ns"),
+        )
+        .collect()
+    )
+    of_range = _at(found.ops, per_range.get_column(_RANGE), *(pl.col(c) for c in ("tid", "name", "start_ns", "end_ns")))
+    grouped = (
+        pl.concat([per_range, of_range], how="horizontal")
+        .lazy()
+        .group_by("source", "pid", "device", pl.col("name").alias("op_name"))
+        .agg(
+            _calls(pl.struct("tid", "start_ns", "end_ns"), pl.col("start_ns")),
+            *(pl.col(c).sum().cast(pl.Int64) for c in ("activities", "kernels", "gpu_ns")),
+            pl.col("max_ns").max().cast(pl.Int64),
+        )
+        .with_columns(pl.col("source", "op_name").cast(pl.String))
+        .collect()
+    )
+    return _finished(grouped, device_table)
+
+
+def operator_names_of(
+    events: pl.DataFrame, correlations: pl.Series, *, step_pattern: str = DEFAULT_STEP_PATTERN
+) -> pl.DataFrame:
+    """The operator of each GPU activity on a device whose correlation id is one of
+    ``correlations``, as :func:`activity_operators` names it, read for those rows alone.
+
+    Columns: source (String), pid, correlation, op_name (String; null: no operator); in event order."""
+    found = _call_operators(events, step_pattern, _Hint(None), False)
+    rows = (
+        events.lazy()
+        .filter(ON_DEVICE)
+        .select("source", "pid", "correlation")
+        .with_row_index("_row")  # (its place among the activities on a device)
+        .filter(pl.col("correlation").is_in(correlations.implode()))
+        .collect()
+    )
+    points = launching_calls(events).points[rows.get_column("_row").to_numpy()]
+    names = _at(found.ops, found.chosen.get_column(_RANGE).gather(as_index(points)), pl.col("name").alias("op_name"))
+    return pl.concat(
+        [rows.select(pl.col("source").cast(pl.String), "pid", "correlation"), names.cast(pl.String)],
+        how="horizontal",
+    )
+
+
+def _finished(grouped: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
+    """The operator table from its sums per (source, pid, device, op_name): rank, mean, share, order."""
+    keys = device_table.select("source", "pid", "device", "rank")
     total = pl.col("gpu_ns").sum().over("source", "pid", "device")
     return (
         grouped.join(keys, on=["source", "pid", "device"], how="left", nulls_equal=True)
