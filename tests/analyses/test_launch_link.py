@@ -166,6 +166,7 @@ def test_the_launching_calls_are_each_device_activitys_call_once_in_cpu_order(
     cpu = cpu_rows(frame)
     assert got.rows.get_column("_point").to_list() == list(range(len(distinct)))
     assert got.rows.drop("_point").rows() == cpu[distinct].select(LAUNCHING_CALL_COLUMNS).rows()
+    assert got.gather("name", "external_id").rows() == cpu[distinct].select("name", "external_id").rows()
     assert [distinct[p] if p != NONE else NONE for p in got.points.tolist()] == calls
     assert got.points_of(np.array(calls, np.int64)).tolist() == got.points.tolist()
     strangers = sorted(set(range(cpu.height)) - set(distinct))

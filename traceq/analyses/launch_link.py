@@ -114,9 +114,10 @@ def as_index(values: Index) -> pl.Series:
     return pl.select(pl.when(series >= 0).then(series)).to_series()
 
 
-LAUNCHING_CALL_COLUMNS: Final = ("source", "pid", "tid", "name", "start_ns", "external_id")
+LAUNCHING_CALL_COLUMNS: Final = ("source", "pid", "tid", "start_ns")
 """What :func:`launching_calls` holds of each call (the columns of
-:func:`~traceq.analyses.host_state.cpu_rows` that the operators and the phases read)."""
+:func:`~traceq.analyses.host_state.cpu_rows` that the operators and the phases both read; the
+others are gathered where they are asked for, :meth:`LaunchingCalls.gather`)."""
 
 
 @dataclass(frozen=True)
@@ -126,11 +127,18 @@ class LaunchingCalls:
     ``rows``: their :data:`LAUNCHING_CALL_COLUMNS` and ``_point`` (UInt32: the row's place), in
     :func:`~traceq.analyses.host_state.cpu_rows` order; ``point_at``: per row of ``cpu_rows``, its
     point (:data:`NONE` for a row that launched no such activity); ``points``: per row of
-    :func:`device_activity_rows`, its launching call's point (:data:`NONE`: none)."""
+    :func:`device_activity_rows`, its launching call's point (:data:`NONE`: none); ``at``: per
+    point, its row of ``cpu``, the table's ``cpu_rows``."""
 
     rows: pl.DataFrame
     point_at: Index
     points: Index
+    at: Index
+    cpu: pl.DataFrame
+
+    def gather(self, *columns: str | pl.Expr) -> pl.DataFrame:
+        """More columns of the calls (of ``cpu_rows``, or expressions of them), in _point order."""
+        return gathered(self.cpu, self.at, *columns)
 
     def points_of(self, calls: Index) -> Index:
         """The point of each of ``calls`` (positions in ``cpu_rows``; :data:`NONE` for none), each
@@ -142,11 +150,9 @@ class LaunchingCalls:
 
 
 def _points(point_at: Index, calls: Index) -> Index:
-    """``point_at`` read at each of ``calls`` (:data:`NONE` where a call is :data:`NONE`)."""
-    out = np.full(len(calls), NONE, np.int64)
-    valid = calls >= 0
-    out[valid] = point_at[calls[valid]]
-    return out
+    """``point_at`` read at each of ``calls`` (:data:`NONE` where a call is :data:`NONE`): one look-up
+    per call in ``point_at`` with a :data:`NONE` appended, which a call :data:`NONE` (−1) reads."""
+    return np.append(point_at, NONE)[calls]
 
 
 @per_frame
@@ -159,8 +165,9 @@ def launching_calls(events: pl.DataFrame) -> LaunchingCalls:
     launching = np.zeros(cpu.height, np.bool_)
     launching[calls[valid]] = True
     point_at = np.where(launching, np.cumsum(launching) - 1, NONE)
-    rows = gathered(cpu, np.flatnonzero(launching), *LAUNCHING_CALL_COLUMNS).with_row_index("_point")
-    return LaunchingCalls(rows, point_at, _points(point_at, calls))
+    at = np.flatnonzero(launching)
+    rows = gathered(cpu, at, *LAUNCHING_CALL_COLUMNS).with_row_index("_point")
+    return LaunchingCalls(rows, point_at, _points(point_at, calls), at, cpu)
 
 
 def gathered(frame: pl.DataFrame, positions: Index, *columns: str | pl.Expr) -> pl.DataFrame:

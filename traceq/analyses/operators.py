@@ -164,19 +164,17 @@ def _per_call(events: pl.DataFrame, step_pattern: str, hint: _Hint) -> pl.DataFr
     cpu = cpu_rows(events) if hint.value is None else hint.value
     ops = _operators_of_calls(_call_operators(events, step_pattern, hint, True))
     modules = _module_paths(cpu, launched)
-    return pl.concat([launched.drop("_point", "_ext", "source", "pid"), ops, modules], how="horizontal")
+    own = pl.concat(
+        [launching_calls(events).gather(pl.col("name").cast(pl.Categorical).alias("launch_name")), launched],
+        how="horizontal",
+    ).select("launch_name", "launch_tid", "launch_start_ns")
+    return pl.concat([own, ops, modules], how="horizontal")
 
 
 def _launched(calls: LaunchingCalls) -> pl.DataFrame:
     """The launching calls (in _point order) as the operators read them."""
     return calls.rows.select(
-        "_point",
-        "source",
-        "pid",
-        pl.col("name").cast(pl.Categorical).alias("launch_name"),
-        pl.col("tid").alias("launch_tid"),
-        pl.col("start_ns").alias("launch_start_ns"),
-        pl.col("external_id").alias("_ext"),
+        "_point", "source", "pid", pl.col("tid").alias("launch_tid"), pl.col("start_ns").alias("launch_start_ns")
     )
 
 
@@ -195,7 +193,7 @@ def _call_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint, with_p
     and :func:`operator_links` read it)."""
     cpu = cpu_rows(events) if hint.value is None else hint.value
     ops = _operator_ranges(cpu, step_pattern, with_paths=with_paths)
-    return _CallOperators(ops, _chosen_ranges(ops, _launched(launching_calls(events))))
+    return _CallOperators(ops, _chosen_ranges(ops, launching_calls(events)))
 
 
 def _at(table: pl.DataFrame, ranges: pl.Series, *columns: pl.Expr) -> pl.DataFrame:
@@ -241,9 +239,10 @@ def _operator_ranges(cpu: pl.DataFrame, step_pattern: str, *, with_paths: bool =
     return table.join(paths(table, _THREAD, "name"), on="_range", how="left") if with_paths else table
 
 
-def _chosen_ranges(ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
-    """Per launching call (a row of ``calls``, :func:`_launched`, in their order): ``_range``, its
-    operator range in ``ops`` (null: none), and ``op_linked_by``."""
+def _chosen_ranges(ops: pl.DataFrame, launching: LaunchingCalls) -> pl.DataFrame:
+    """Per launching call (in _point order): ``_range``, its operator range in ``ops`` (null: none),
+    and ``op_linked_by``."""
+    calls = _launched(launching)
     points = calls.select(
         "source", "pid", pl.col("launch_tid").alias("tid"), "_point", pl.col("launch_start_ns").alias("_t")
     )
@@ -264,7 +263,7 @@ def _chosen_ranges(ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
             pl.col("end_ns").alias("_id_end"),
         )
     )
-    linked = _with_id_ops(calls.select("_point", "source", "pid", "_ext", "launch_tid", "launch_start_ns"), by_id)
+    linked = _with_id_ops(calls, launching, by_id)
     by_id_open = (
         pl.when(
             (pl.col("_id_tid") == pl.col("launch_tid"))
@@ -297,14 +296,14 @@ def _operators_of_calls(found: _CallOperators) -> pl.DataFrame:
     return pl.concat([info, found.chosen.select("op_linked_by")], how="horizontal")
 
 
-def _with_id_ops(calls: pl.DataFrame, by_id: pl.DataFrame) -> pl.DataFrame:
-    """``calls`` left-joined with ``by_id`` on (source, pid, _ext), nulls unequal; the join grouped
-    by integer keys, and skipped where no op has an id (nsys: no call has one either)."""
+def _with_id_ops(calls: pl.DataFrame, launching: LaunchingCalls, by_id: pl.DataFrame) -> pl.DataFrame:
+    """``calls`` (:func:`_launched`) with each one's external id (``_ext``) left-joined with ``by_id``
+    on (source, pid, _ext), nulls unequal; the join grouped by integer keys, and skipped where no op
+    has an id (nsys: no call has one either, and the ids are not gathered)."""
     if by_id.is_empty():
         return calls.with_columns(pl.lit(None, dtype=by_id.schema[c]).alias(c) for c in by_id.columns[3:])
-    return join_by(
-        calls, by_id, by=["source"], on=["pid", "_ext"], how="left", nulls_equal=False, maintain_order="left"
-    )
+    ids = calls.with_columns(launching.gather(pl.col("external_id").alias("_ext")).to_series())
+    return join_by(ids, by_id, by=["source"], on=["pid", "_ext"], how="left", nulls_equal=False, maintain_order="left")
 
 
 def _module_paths(cpu: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
