@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from traceq import intervals as iv
 from traceq.analyses.model import CAUSES
 from traceq.analyses.phases import _EMPTY, NO_PHASE, _device_phases, _innermost, _paint
+from traceq.analyses.regimes import Busy
 from traceq.api import phases
 
 from ..builders import kernel, launch, step, trace
@@ -137,3 +138,11 @@ def test_apart_activities_are_measured_as_the_painted_segments(
     fast = _device_phases(acts, win, gap_frame, by_cause, range_frame, n_keys)
     painted = _device_phases(acts, win, gap_frame, by_cause, range_frame, n_keys, painted=True)
     assert {k: v.tolist() for k, v in fast.items()} == {k: v.tolist() for k, v in painted.items()}
+    # The same, with the activity merged by the caller (as the breakdown hands it over).
+    spans = {
+        "compute": _disjoint([(s, e - s) for s, e in zip(c_start, c_end, strict=True)]),
+        "comm": _disjoint([(s, e - s) for s, e in zip(m_start, m_end, strict=True)]),
+        "every": _disjoint([(s, e - s) for s, e in zip(c_start + m_start, c_end + m_end, strict=True)]),
+    }
+    handed = _device_phases(acts, win, gap_frame, by_cause, range_frame, n_keys, merged=Busy(**spans))
+    assert {k: v.tolist() for k, v in handed.items()} == {k: v.tolist() for k, v in painted.items()}

@@ -81,7 +81,7 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
         gap_rows = attributed.gaps
         step_rows, gap_in_steps, unions = _measure_windows(activity, windows, attributed, device_table.height)
         gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
-        table_args = (keyed, windows, gap_rows, attributed.causes, device_table)
+        table_args = (keyed, windows, gap_rows, attributed.causes, device_table, unions)
         phased = pool.submit(_phase_table, *table_args)  # (queued: the second thread's if it is free first)
         totals = kernel_totals(events)
         steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
@@ -161,10 +161,11 @@ def _phase_table(
     gap_rows: pl.DataFrame,
     causes: Mapping[int, Mapping[str, iv.Intervals]],
     device_table: pl.DataFrame,
+    unions: Mapping[int, Busy],
 ) -> pl.DataFrame:
     """The phase table, once each activity's phase is known."""
     keys = keyed.result()
-    return phase_table(keys.activity, windows, gap_rows, causes, keys.ranges, device_table)
+    return phase_table(keys.activity, windows, gap_rows, causes, keys.ranges, device_table, merged=unions)
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,7 @@ def _measure_windows(
         comm = iv.merge(iv.Intervals(all_iv.start_ns[comm_mask], all_iv.end_ns[comm_mask]))
         compute = iv.merge(iv.Intervals(all_iv.start_ns[~comm_mask], all_iv.end_ns[~comm_mask]))
         busy = iv.merge(all_iv)
-        unions[dev] = Busy(compute=compute, comm=comm)
+        unions[dev] = Busy(compute=compute, comm=comm, every=busy)
         measures: dict[str, Any] = {
             "compute_ns": iv.measure_in_windows(compute, win),
             "comm_ns": iv.measure_in_windows(comm, win),

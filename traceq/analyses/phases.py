@@ -34,6 +34,7 @@ from traceq.analyses.launch_link import NONE, LaunchingCalls
 from traceq.analyses.model import CAUSES, PhaseBreakdown
 from traceq.analyses.nesting import innermost_at, prepared
 from traceq.analyses.operators import DEFAULT_MODULE_PATTERN, OPERATOR_RANGE_PATTERN
+from traceq.analyses.regimes import Busy
 from traceq.analyses.steps import compile_step_pattern
 
 NO_PHASE: Final = "(no phase)"
@@ -111,12 +112,15 @@ def phase_table(
     causes: Mapping[int, Mapping[str, iv.Intervals]],
     ranges: pl.DataFrame,
     device_table: pl.DataFrame,
+    *,
+    merged: Mapping[int, Busy] | None = None,
 ) -> pl.DataFrame:
     """The phase table: per device and phase, its share of the device's step windows.
 
     ``activity``: dev, source, pid, start_ns, end_ns, is_comm, ``phase_key`` (:func:`activity_phases`);
     ``windows``: dev, start_ns, end_ns; ``gaps``: dev, start_ns, end_ns, thread (the idle
-    intervals); ``causes``: per dev and cause, its idle ns; ``ranges``: :func:`phase_ranges`.
+    intervals); ``causes``: per dev and cause, its idle ns; ``ranges``: :func:`phase_ranges`;
+    ``merged``: per dev, its activity merged where the caller has merged it already.
 
     Columns (:data:`PHASE_COLUMNS`): rank, device, pid, source, phase (the range name, or
     :data:`NO_PHASE`), ranges (its ranges on the device's process), activities (GPU activities
@@ -143,6 +147,7 @@ def phase_table(
             causes.get(dev, {}),
             mine,
             n_keys,
+            merged=None if merged is None else merged.get(dev),
         )
         per_key = pl.DataFrame({"phase": key_name, **measured}).filter(
             pl.any_horizontal(pl.col(c) != 0 for c in measured)
@@ -184,6 +189,7 @@ def _device_phases(
     n_keys: int,
     *,
     painted: bool = False,
+    merged: Busy | None = None,
 ) -> dict[str, np.ndarray]:
     """Per phase key + 1 (index 0: no phase; ``n_keys`` of them), one device's ns of each measure
     inside ``win``, and its ``activities``.
@@ -195,7 +201,8 @@ def _device_phases(
     activities overlap and no two communication ones do (one stream each: a segment is covered by
     at most one of each), each activity's own ns in the windows is its phase's, and only the idle
     time is cut into segments; else (or with ``painted``, which the tests compare against) every
-    segment is painted with its largest key."""
+    segment is painted with its largest key.  ``merged``: the device's activity merged (its compute
+    and all of it), which the measures of apart activities read, where the caller holds it."""
     a_start = acts.get_column("start_ns").to_numpy()
     a_end = acts.get_column("end_ns").to_numpy()
     a_key = acts.get_column("phase_key").to_numpy()
@@ -208,7 +215,9 @@ def _device_phases(
     compute = (a_start[~a_comm], a_end[~a_comm], a_key[~a_comm])
     comm = (a_start[a_comm], a_end[a_comm], a_key[a_comm])
     if not painted and _apart(*compute[:2]) and _apart(*comm[:2]):
-        out, idle_start, idle_len = _measured_apart((a_start, a_end), compute, comm, win, breaks, n_keys)
+        compute_merged = iv.merge(iv.Intervals._trusted(*compute[:2])) if merged is None else merged.compute
+        every_merged = iv.merge(iv.Intervals._trusted(a_start, a_end)) if merged is None else merged.every
+        out, idle_start, idle_len = _measured_apart(compute_merged, every_merged, compute, comm, win, breaks, n_keys)
     else:
         out, idle_start, idle_len = _measured_painted(compute, comm, win, breaks, n_keys)
     host = _host_phase(idle_start, gaps, ranges)
@@ -235,20 +244,22 @@ def _apart(start: np.ndarray, end: np.ndarray) -> bool:
 
 
 def _measured_apart(
-    every: tuple[np.ndarray, np.ndarray],
+    compute_merged: iv.Intervals,
+    every_merged: iv.Intervals,
     compute: _Spans,
     comm: _Spans,
     win: iv.Intervals,
     breaks: list[np.ndarray],
     n_keys: int,
 ) -> _Measured:
-    """:func:`_device_phases`' busy measures where each kind's activities are apart (``every``: all
-    of them, in table order): each one's ns in the windows (and a communication one's exposed ns,
-    outside the compute activities too); and the idle segments: the device's idle time, cut at
-    the breaks inside it (the functions read there change only at breaks)."""
+    """:func:`_device_phases`' busy measures where each kind's activities are apart
+    (``compute_merged``, ``every_merged``: the compute activities and all of them, merged): each
+    one's ns in the windows (and a communication one's exposed ns, outside the compute activities
+    too); and the idle segments: the device's idle time, cut at the breaks inside it (the functions
+    read there change only at breaks)."""
     compute_iv, comm_iv = iv.Intervals._trusted(*compute[:2]), iv.Intervals._trusted(*comm[:2])
     comm_in = iv.overlap_with_windows(comm_iv, win)
-    hidden = iv.overlap_with_windows(comm_iv, iv.intersect(iv.merge(compute_iv), win))
+    hidden = iv.overlap_with_windows(comm_iv, iv.intersect(compute_merged, win))
     out = {
         "compute_ns": _sum_by_key(compute[2], iv.overlap_with_windows(compute_iv, win), n_keys),
         "comm_ns": _sum_by_key(comm[2], comm_in, n_keys),
@@ -257,7 +268,7 @@ def _measured_apart(
     spans = [*compute[:2], *comm[:2], *breaks]
     lo = min(int(x.min()) for x in spans if len(x))
     hi = max(int(x.max()) for x in spans if len(x))
-    idle = iv.complement(iv.merge(iv.Intervals._trusted(*every)), lo, hi)  # (in start order: no sort)
+    idle = iv.complement(every_merged, lo, hi)
     bounds = iv.distinct(np.concatenate([idle.start_ns, idle.end_ns, *breaks]))
     seg_start, seg_end = bounds[:-1], bounds[1:]
     keep = _inside(seg_start, idle)

@@ -91,7 +91,7 @@ def regimes(
             (pl.col("dev") == dev) & (pl.col("dur_ns") < SHORT_GAP_NS) & (pl.col("next_kind") == "kernel")
         )
         overhead = iv.union(dev_causes.get("launch", empty), iv.intersect(dev_causes.get("cpu", empty), _of(short)))
-        busy = unions.get(dev, Busy(empty, empty))
+        busy = unions.get(dev, Busy(empty, empty, empty))
         shares = {
             "overhead-bound": iv.measure(iv.intersect(overhead, windows)),
             "memory-bound": iv.measure(iv.intersect(rows.union(kernels & rows.memory_class), windows)),
@@ -120,11 +120,13 @@ def regimes(
 
 @dataclass(frozen=True)
 class Busy:
-    """One device's activity, merged: its compute (the activities that are not communication) and
-    its communication."""
+    """One device's activity, merged: its compute (the activities that are not communication), its
+    communication, and all of it (the breakdown merges them once; the regimes and the phase table
+    read them)."""
 
     compute: iv.Intervals
     comm: iv.Intervals
+    every: iv.Intervals
 
 
 @dataclass(frozen=True)
