@@ -325,3 +325,27 @@ def test_real_export_imports_the_same_with_the_reader_off(
 @pytest.mark.real
 def test_real_export_declines_no_chunk(sample: Path) -> None:
     no_chunk_is_declined(sample)
+
+
+def test_a_tables_row_span_is_its_count_where_rowids_are_dense_and_never_below_it(tmp_path: Path) -> None:
+    """The progress line's row estimate (``row_span``: the rowid span, read from the b-tree's two
+    ends) is the table's count where its rowids run without holes, as nsys writes them; never less
+    than the count where they have holes; the count itself where the table has no rowid."""
+    path = tmp_path / "spans.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE dense (v INTEGER)")
+    conn.executemany("INSERT INTO dense VALUES (?)", [(i,) for i in range(1000)])
+    conn.execute("CREATE TABLE holes (v INTEGER)")
+    conn.executemany("INSERT INTO holes (rowid, v) VALUES (?, ?)", [(r, r) for r in (5, 6, 9, 40)])
+    conn.execute("CREATE TABLE empty (v INTEGER)")
+    conn.execute("CREATE TABLE keyed (k INTEGER PRIMARY KEY, v INTEGER) WITHOUT ROWID")
+    conn.executemany("INSERT INTO keyed VALUES (?, ?)", [(k, k) for k in (3, 70, 900)])
+    conn.execute("CREATE VIEW seen AS SELECT v FROM dense WHERE v < 10")
+    conn.commit()
+    conn.close()
+    db = open_export(path)
+    try:
+        spans = {t: (db.row_span(t), db.count(t)) for t in ("dense", "holes", "empty", "keyed", "seen")}
+    finally:
+        db.close()
+    assert spans == {"dense": (1000, 1000), "holes": (36, 4), "empty": (0, 0), "keyed": (3, 3), "seen": (10, 10)}

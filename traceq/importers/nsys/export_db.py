@@ -151,6 +151,18 @@ class ExportDb:
                 self._counts[table] = int(self.conn.execute(f"SELECT COUNT(*) FROM {_quote(table)}").fetchone()[0])
         return self._counts[table]
 
+    def row_span(self, table: str) -> int:
+        """How many rows ``table`` holds at most, for a progress line: its rowid span (max − min + 1:
+        its row count where the rowids are dense, as nsys writes them), which SQLite answers from
+        the two ends of the table's b-tree, where ``COUNT(*)`` reads every page (0.36 s for ten
+        million kernels); its count where it has no rowid (a view, ``WITHOUT ROWID``)."""
+        try:
+            (lo,) = self.conn.execute(f"SELECT MIN(rowid) FROM {_quote(table)}").fetchone()
+            (hi,) = self.conn.execute(f"SELECT MAX(rowid) FROM {_quote(table)}").fetchone()
+        except (sqlite3.Error, UnicodeDecodeError):
+            return self.count(table)
+        return hi - lo + 1 if isinstance(lo, int) and isinstance(hi, int) else self.count(table)
+
     def read(self, table: str, spec: ColumnSpec) -> pl.DataFrame:
         """All rows of ``table`` with the columns of ``spec``; those the table lacks are all-null."""
         present = set(self.columns(table))

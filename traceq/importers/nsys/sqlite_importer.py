@@ -174,7 +174,7 @@ class _Import:
         self.ranks = export_meta.rank_map(self.db)
         tables = {name: self.db.table(name) for name in (*_GPU_ACTIVITY_TABLES, RUNTIME, SYNC, NVTX)}
         self._check_columns(tables, info)
-        self.rows_expected = sum(self.db.count(t) for t in tables.values() if t is not None)
+        self.rows_expected = sum(self.db.row_span(t) for t in tables.values() if t is not None)
 
         # Sync rows are named after the API call with their process and correlation id: read them
         # first, so that the API chunks keep just the calls that some sync row refers to.
