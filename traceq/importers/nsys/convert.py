@@ -23,7 +23,7 @@ from typing import Final
 import polars as pl
 
 from traceq.importers.nsys.export_db import INT, TEXT
-from traceq.importers.nsys.strings import NAME, StringLookup, by_id
+from traceq.importers.nsys.strings import NAME, StringLookup, by_id, row_of
 
 KERNEL: Final = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY: Final = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -179,16 +179,17 @@ def lookup(column: str, strings: pl.DataFrame) -> pl.Expr:
 def convert_kernels(raw: pl.DataFrame, strings: StringLookup) -> Converted:
     strings.require(raw["demangledName"], raw["shortName"])
     names = strings.kernel_names()
-    frame = raw.select(
+    # Each id is looked up once, as its row of ``names``; the name and the flag are read there.
+    ids = raw.with_columns(_demangled=row_of("demangledName", names), _short=row_of("shortName", names))
+    name, comm = pl.lit(names["name"]), pl.lit(names["comm"])
+    frame = ids.select(
         *_gpu_columns(),
         kind=pl.lit("kernel"),
-        name=pl.coalesce(by_id("demangledName", names, "name"), by_id("shortName", names, "name")),
+        name=pl.coalesce(name.gather(pl.col("_demangled")), name.gather(pl.col("_short"))),
         # Communication kernels (traceq.comm_kernels): shortName never carries a return type
         # (ncclDevKernel_SendRecv), the demangled name carries the namespace (deep_ep::intranode::...),
         # so either may be the one a pattern matches.
-        is_comm=(
-            by_id("shortName", names, "comm").fill_null(False) | by_id("demangledName", names, "comm").fill_null(False)
-        ),
+        is_comm=(comm.gather(pl.col("_short")).fill_null(False) | comm.gather(pl.col("_demangled")).fill_null(False)),
         grid_x="gridX",
         grid_y="gridY",
         grid_z="gridZ",

@@ -74,6 +74,13 @@ class StringLookup:
         return self._derived["api"]
 
 
+def row_of(column: str, table: pl.DataFrame) -> pl.Expr:
+    """The row of ``table`` holding the id in ``column`` (UInt32); null where the id is null or not in
+    ``table``: one look-up per id, where several of ``table``'s columns are read by it."""
+    rows = pl.Series(range(table.height), dtype=pl.UInt32)
+    return pl.col(column).replace_strict(table["id"], rows, default=None, return_dtype=pl.UInt32)
+
+
 def by_id(column: str, table: pl.DataFrame, value: str) -> pl.Expr:
     """``table[value]`` for the id in ``column``; null where the id is null or not in ``table``."""
     return pl.col(column).replace_strict(table["id"], table[value], default=None, return_dtype=table.schema[value])
