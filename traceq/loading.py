@@ -260,7 +260,7 @@ def _copy_bounded(source: Path, target: Path) -> None:
 
 
 def _from_result(result: ImportResult) -> Trace:
-    events = schema.validate(schema.to_polars(result.events))
+    events = schema.validate(result.frame)
     return Trace(events=events, import_stats=result.stats, meta=TraceMeta((result.meta,)))
 
 

@@ -78,7 +78,7 @@ def read_kineto(path: Path, *, parser: Parser = "auto", max_inflate_ratio: float
     table, dropped = drop_exact_duplicates(event_rows.sorted_table())
     counts = count_duplicates(counts, _by_stats_category(dropped, counts))
     meta = build_meta(path, top, facts, table, container=container, parser=parser_used, warnings=warnings)
-    return ImportResult(events=table.to_arrow(), stats=ImportStats.of(counts), meta=meta)
+    return ImportResult(frame=table, stats=ImportStats.of(counts), meta=meta)
 
 
 def _by_stats_category(dropped: pl.DataFrame, counts: Sequence[CategoryCount]) -> dict[str, int]:

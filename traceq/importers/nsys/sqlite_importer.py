@@ -235,10 +235,7 @@ class _Import:
         if env_rank is not None:
             events = events.with_columns(pl.lit(env_rank, dtype=pl.Int32).alias("rank"))
         meta = self._meta(info, events, env, env_rank)
-        # One dictionary per column for all chunks (polars writes each chunk's own), as Arrow
-        # consumers such as the IPC file format expect (it remaps the Categorical columns' indices).
-        table = events.to_arrow().unify_dictionaries()
-        return ImportResult(events=table, stats=ImportStats.of(self.counts), meta=meta)
+        return ImportResult(frame=events, stats=ImportStats.of(self.counts), meta=meta)
 
     def _check_is_nsys(self) -> None:
         markers = ("StringIds", KERNEL, RUNTIME, NVTX, MEMCPY, MEMSET, SYNC, GRAPH_TRACE)
