@@ -28,6 +28,7 @@ import polars as pl
 from traceq import schema
 from traceq.analyses.host_state import CPU_KINDS, cpu_rows
 from traceq.analyses.memo import per_frame
+from traceq.analyses.steps import ON_GPU
 
 NONE: Final = -1
 """The slot of a row without a launch key, and the call of an activity without a launching call."""
@@ -90,7 +91,7 @@ class LaunchLink:
         return out
 
 
-ON_DEVICE: Final = pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null()
+ON_DEVICE: Final = ON_GPU
 """The GPU activity rows on a device (what :func:`~traceq.analyses.steps.gpu_rows` keeps)."""
 
 

@@ -41,6 +41,10 @@ def compile_step_pattern(pattern: str) -> str:
     return regex
 
 
+ON_GPU: Final = pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null()
+"""The GPU activity rows on a device: what :func:`gpu_rows` keeps."""
+
+
 def devices(events: pl.DataFrame) -> pl.DataFrame:
     """One row per device, with a dense ``dev`` id.
 
@@ -65,7 +69,6 @@ _DEVICE_TABLES: dict[int, tuple[weakref.ref[pl.DataFrame], pl.DataFrame]] = {}
 
 
 def _device_table(events: pl.DataFrame) -> pl.DataFrame:
-    activity = gpu_rows(events, "rank", "kind", "start_ns", "end_ns")
     per_device = (
         pl.col("rank").drop_nulls().first().alias("rank"),
         pl.col("start_ns").min().alias("first_ns"),
@@ -74,13 +77,17 @@ def _device_table(events: pl.DataFrame) -> pl.DataFrame:
         (pl.col("kind") == "memcpy").sum().cast(pl.Int64).alias("memcpys"),
         (pl.col("kind") == "memset").sum().cast(pl.Int64).alias("memsets"),
     )
-    if _one_device(activity):  # the common single-GPU trace: aggregate, no hash grouping
-        grouped = activity.select(*(pl.col(k).first() for k in DEVICE_KEY), *per_device)
-    elif (code := _device_code(activity)) is not None:  # one Int64 key groups faster than three columns
-        keyed = activity.with_columns(code.alias("_code"))
-        grouped = keyed.group_by("_code").agg(*(pl.col(k).first() for k in DEVICE_KEY), *per_device)
+    rows = events.lazy().filter(ON_GPU)
+    if _one_device(rows):  # the common single-GPU trace: aggregated as it is read, no rows copied out
+        grouped = rows.select(*(pl.col(k).first() for k in DEVICE_KEY), *per_device).collect()
     else:
-        grouped = activity.group_by(*DEVICE_KEY).agg(*per_device)  # source stays Categorical: no string per row
+        activity = gpu_rows(events, "rank", "kind", "start_ns", "end_ns")
+        code = _device_code(activity)
+        if code is not None:  # one Int64 key groups faster than three columns
+            keyed = activity.with_columns(code.alias("_code"))
+            grouped = keyed.group_by("_code").agg(*(pl.col(k).first() for k in DEVICE_KEY), *per_device)
+        else:  # (source stays Categorical: no string per row)
+            grouped = activity.group_by(*DEVICE_KEY).agg(*per_device)
     out = grouped.with_columns(pl.col("source").cast(pl.String)).sort(
         "rank", "source", "pid", "device", nulls_last=False
     )
@@ -89,15 +96,16 @@ def _device_table(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _one_device(activity: pl.DataFrame) -> bool:
-    """Whether every row of ``activity`` (at least one) has the same device key."""
-    if activity.is_empty():
-        return False
-    same = activity.select(
-        (pl.col(k).null_count() == pl.len()) | ((pl.col(k).null_count() == 0) & (v.min() == v.max()))
-        for k in DEVICE_KEY
-        for v in [pl.col(k).to_physical()]  # a Categorical compares by its codes: no string per row
-    )
+def _one_device(rows: pl.LazyFrame) -> bool:
+    """Whether every row of ``rows`` (at least one) has the same device key."""
+    same = rows.select(
+        pl.len() > 0,
+        *(
+            (pl.col(k).null_count() == pl.len()) | ((pl.col(k).null_count() == 0) & (v.min() == v.max()))
+            for k in DEVICE_KEY
+            for v in [pl.col(k).to_physical()]  # a Categorical compares by its codes: no string per row
+        ),
+    ).collect()
     return all(same.row(0))
 
 
