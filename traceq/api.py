@@ -29,8 +29,8 @@ from traceq.analyses.job import analyze_job
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.mfu import ModelSpec, compute_mfu, job_gpus
 from traceq.analyses.model import Mfu
+from traceq.analyses.operator_table import operator_table_of
 from traceq.analyses.operators import activity_operators as _activity_operators
-from traceq.analyses.operators import operator_table_of
 from traceq.analyses.steps import compile_step_pattern, devices, step_index
 from traceq.analyses.unlaunched import launch_coverage
 from traceq.cache import Cache

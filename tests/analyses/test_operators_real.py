@@ -21,15 +21,13 @@ import polars as pl
 import pytest
 
 import traceq
+from traceq.analyses.operator_table import operator_names_of, operator_table, operator_table_of
 from traceq.analyses.operators import (
     ACTIVITY_OPERATOR_COLUMNS,
     NAME_COLUMNS,
     NVTX_OP_ARGUMENTS,
     activity_operators,
     operator_links,
-    operator_names_of,
-    operator_table,
-    operator_table_of,
 )
 from traceq.analyses.steps import devices
 

@@ -41,7 +41,7 @@ from traceq.analyses.model import (
     StepBreakdown,
     zero_by_cause,
 )
-from traceq.analyses.operators import operator_table_of, top_operators
+from traceq.analyses.operator_table import operator_table_of, top_operators
 from traceq.analyses.options import Options
 from traceq.analyses.phases import activity_phases, phase_breakdowns, phase_ranges, phase_table
 from traceq.analyses.regimes import Busy, regimes

@@ -17,7 +17,7 @@ from traceq import intervals as iv
 from traceq.analyses.findings_base import DeviceTotals, FindingContext, WorstDevice, with_step
 from traceq.analyses.host_state import cpu_rows, loader_ranges, sync_calls
 from traceq.analyses.model import Evidence, Finding
-from traceq.analyses.operators import operator_names_of
+from traceq.analyses.operator_table import operator_names_of
 from traceq.analyses.regimes import SHORT_GAP_NS
 from traceq.units import evidence_ns, format_share, short_kernel_name, step_position
 

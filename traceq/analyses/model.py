@@ -297,7 +297,7 @@ class Analysis:
     options: Options = field(default_factory=Options, repr=False, compare=False)
     """What the analysis was asked (the step pattern, the input pattern, whether warm-up counts)."""
     operator_table: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
-    """Per device and operator, the GPU work it launched (:func:`traceq.analyses.operators.operator_table`;
+    """Per device and operator, the GPU work it launched (:func:`traceq.analyses.operator_table.operator_table`;
     ``docs/analyses.md``, "Operators")."""
     phase_table: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
     """Per device and phase, its step time (:func:`traceq.analyses.phases.phase_table`;

@@ -40,7 +40,6 @@ from traceq.analyses.launch_link import (
     launching_calls,
 )
 from traceq.analyses.memo import per_frame
-from traceq.analyses.model import OperatorStat
 from traceq.analyses.nesting import innermost_at, paths, prepared
 from traceq.analyses.options import DEFAULT_STEP_PATTERN
 from traceq.analyses.steps import compile_step_pattern
@@ -56,7 +55,8 @@ DEFAULT_MODULE_PATTERN: Final = r"^nn\.Module: "
 """CPU ranges of a module's forward: PyTorch's ``with_modules=True`` names them ``nn.Module: Linear_0``."""
 
 _THREAD: Final = ("source", "pid", "tid")
-_RANGE: Final = "_range"
+RANGE: Final = "_range"
+"""The column that numbers the operator ranges (:func:`~traceq.analyses.nesting.prepared`'s index)."""
 
 ACTIVITY_OPERATOR_COLUMNS: Final = (
     "row",
@@ -179,7 +179,7 @@ def _launched(calls: LaunchingCalls) -> pl.DataFrame:
 
 
 @dataclass(frozen=True)
-class _CallOperators:
+class CallOperators:
     """The operator ranges (:func:`_operator_ranges`) and, per launching call in _point order, the
     ``_range`` of its operator (null: none) and ``op_linked_by``."""
 
@@ -187,16 +187,25 @@ class _CallOperators:
     chosen: pl.DataFrame
 
 
+def call_operators(
+    events: pl.DataFrame, *, step_pattern: str = DEFAULT_STEP_PATTERN, cpu: pl.DataFrame | None = None
+) -> CallOperators:
+    """Each launching call's operator range (without the ranges' paths), once per table: the
+    operator table and the findings' look-up read it (:mod:`traceq.analyses.operator_table`).
+    ``cpu``: as :func:`activity_operators`."""
+    return _call_operators(events, step_pattern, _Hint(cpu), False)
+
+
 @per_frame
-def _call_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint, with_paths: bool) -> _CallOperators:
-    """Each launching call's operator range, once per table (the operator table, the findings' look-up
-    and :func:`operator_links` read it)."""
+def _call_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint, with_paths: bool) -> CallOperators:
+    """:func:`call_operators`, memoized per table; with the op paths too where ``with_paths``
+    (:func:`operator_links` reads them)."""
     cpu = cpu_rows(events) if hint.value is None else hint.value
     ops = _operator_ranges(cpu, step_pattern, with_paths=with_paths)
-    return _CallOperators(ops, _chosen_ranges(ops, launching_calls(events)))
+    return CallOperators(ops, _chosen_ranges(ops, launching_calls(events)))
 
 
-def _at(table: pl.DataFrame, ranges: pl.Series, *columns: pl.Expr) -> pl.DataFrame:
+def ranges_at(table: pl.DataFrame, ranges: pl.Series, *columns: pl.Expr) -> pl.DataFrame:
     """``columns`` of the rows of ``table`` (a :func:`~traceq.analyses.nesting.prepared` table with
     one row per ``_range``) at each of ``ranges`` (null: a null row), in ``ranges``' order."""
     index = table.get_column("_range")
@@ -273,8 +282,8 @@ def _chosen_ranges(ops: pl.DataFrame, launching: LaunchingCalls) -> pl.DataFrame
         .then(pl.col("_by_id"))
         .alias("_by_id")
     )
-    return linked.select(by_id_open, enclosing.get_column(_RANGE).alias("_enclosing")).select(
-        pl.coalesce("_by_id", "_enclosing").alias(_RANGE),
+    return linked.select(by_id_open, enclosing.get_column(RANGE).alias("_enclosing")).select(
+        pl.coalesce("_by_id", "_enclosing").alias(RANGE),
         pl.when(pl.col("_by_id").is_not_null())
         .then(pl.lit("external_id", dtype=LINKED_BY))
         .when(pl.col("_enclosing").is_not_null())
@@ -283,11 +292,11 @@ def _chosen_ranges(ops: pl.DataFrame, launching: LaunchingCalls) -> pl.DataFrame
     )
 
 
-def _operators_of_calls(found: _CallOperators) -> pl.DataFrame:
+def _operators_of_calls(found: CallOperators) -> pl.DataFrame:
     """Per launching call (in _point order): op_name, op_path, op_start_ns, op_end_ns, op_linked_by."""
-    info = _at(
+    info = ranges_at(
         found.ops,
-        found.chosen.get_column(_RANGE),
+        found.chosen.get_column(RANGE),
         pl.col("name").cast(pl.Categorical).alias("op_name"),
         pl.col("_path").cast(pl.Categorical).alias("op_path"),
         pl.col("start_ns").alias("op_start_ns"),
@@ -326,175 +335,5 @@ def _module_paths(cpu: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     points = calls.select(
         "source", "pid", pl.col("launch_tid").alias("tid"), "_point", pl.col("launch_start_ns").alias("_t")
     )
-    found = innermost_at(table, points, _THREAD).get_column(_RANGE)
-    return _at(table, found, pl.col("_path").cast(pl.Categorical).alias("module"))
-
-
-OPERATOR_TABLE_COLUMNS: Final = (
-    "rank",
-    "device",
-    "pid",
-    "source",
-    "op_name",
-    "calls",
-    "activities",
-    "kernels",
-    "gpu_ns",
-    "mean_ns",
-    "max_ns",
-    "share",
-)
-"""The columns of :func:`operator_table`."""
-
-
-def operator_table(activity: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
-    """Per device and operator, the GPU work it launched (``activity``: :func:`activity_operators`
-    or :func:`operator_links`;
-    ``device_table``: :func:`traceq.analyses.steps.devices`).
-
-    Columns: rank, device, pid, source, op_name (null: work with no operator), calls (distinct
-    operator ranges that launched work), activities (kernels, memcpys, memsets), kernels, gpu_ns
-    (sum of the activities' durations), mean_ns (``gpu_ns // activities``), max_ns (longest
-    activity), share (``gpu_ns`` over the device's summed activity durations).  Sorted by rank,
-    source, pid, device, then gpu_ns descending and op_name."""
-    # A lazy query: polars' eager group_by gathered every group's rows of a 10 M-row frame into
-    # fresh memory (1.8 GB, 0.8-2.5 s); the query's engine aggregates as it reads (15 MB, 0.2 s).
-    grouped = (
-        activity.lazy()
-        .group_by("source", "pid", "device", "op_name")
-        .agg(
-            _calls(pl.struct("launch_tid", "op_start_ns", "op_end_ns"), pl.col("op_start_ns")),
-            pl.len().cast(pl.Int64).alias("activities"),
-            (pl.col("kind") == "kernel").sum().cast(pl.Int64).alias("kernels"),
-            pl.col("dur_ns").sum().cast(pl.Int64).alias("gpu_ns"),
-            pl.col("dur_ns").max().cast(pl.Int64).alias("max_ns"),
-        )
-        .with_columns(pl.col("source", "op_name").cast(pl.String))  # (codes where from operator_links)
-        .collect()
-    )
-    return _finished(grouped, device_table)
-
-
-def _calls(op: pl.Expr, start: pl.Expr) -> pl.Expr:
-    """The ``calls`` of a group: its distinct operator ranges (``op``: (thread, start, end)), where
-    it has one (``start`` not null)."""
-    return op.filter(start.is_not_null()).n_unique().cast(pl.Int64).alias("calls")
-
-
-def operator_table_of(
-    events: pl.DataFrame,
-    device_table: pl.DataFrame,
-    *,
-    step_pattern: str = DEFAULT_STEP_PATTERN,
-    cpu: pl.DataFrame | None = None,
-) -> pl.DataFrame:
-    """``operator_table(operator_links(events, ...), device_table)``, without a row per activity:
-    each activity's operator range is read by its launching call's position, the activities are
-    summed per (device, operator range), and those sums per operator name (a 20 M-row trace's ten
-    million activities become a few hundred thousand range sums before any name is read).
-    ``cpu``: as :func:`activity_operators`."""
-    found = _call_operators(events, step_pattern, _Hint(cpu), False)
-    ranges = found.chosen.get_column(_RANGE).gather(as_index(launching_calls(events).points))
-    activity = (
-        events.lazy()
-        .filter(ON_DEVICE)
-        .select("source", "pid", "device", "kind", (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
-        .collect()
-    )
-    per_range = (
-        with_columns_like(activity, ranges)
-        .lazy()
-        .group_by("source", "pid", "device", _RANGE)
-        .agg(
-            pl.len().cast(pl.Int64).alias("activities"),
-            (pl.col("kind") == "kernel").sum().cast(pl.Int64).alias("kernels"),
-            pl.col("dur_ns").sum().alias("gpu_ns"),
-            pl.col("dur_ns").max().alias("max_ns"),
-        )
-        .collect()
-    )
-    of_range = _at(found.ops, per_range.get_column(_RANGE), *(pl.col(c) for c in ("tid", "name", "start_ns", "end_ns")))
-    grouped = (
-        pl.concat([per_range, of_range], how="horizontal")
-        .lazy()
-        .group_by("source", "pid", "device", pl.col("name").alias("op_name"))
-        .agg(
-            _calls(pl.struct("tid", "start_ns", "end_ns"), pl.col("start_ns")),
-            *(pl.col(c).sum().cast(pl.Int64) for c in ("activities", "kernels", "gpu_ns")),
-            pl.col("max_ns").max().cast(pl.Int64),
-        )
-        .with_columns(pl.col("source", "op_name").cast(pl.String))
-        .collect()
-    )
-    return _finished(grouped, device_table)
-
-
-def operator_names_of(
-    events: pl.DataFrame, correlations: pl.Series, *, step_pattern: str = DEFAULT_STEP_PATTERN
-) -> pl.DataFrame:
-    """The operator of each GPU activity on a device whose correlation id is one of
-    ``correlations``, as :func:`activity_operators` names it, read for those rows alone.
-
-    Columns: source (String), pid, correlation, op_name (String; null: no operator); in event order."""
-    found = _call_operators(events, step_pattern, _Hint(None), False)
-    rows = (
-        events.lazy()
-        .filter(ON_DEVICE)
-        .select("source", "pid", "correlation")
-        .with_row_index("_row")  # (its place among the activities on a device)
-        .filter(pl.col("correlation").is_in(correlations.implode()))
-        .collect()
-    )
-    points = launching_calls(events).points[rows.get_column("_row").to_numpy()]
-    names = _at(found.ops, found.chosen.get_column(_RANGE).gather(as_index(points)), pl.col("name").alias("op_name"))
-    return pl.concat(
-        [rows.select(pl.col("source").cast(pl.String), "pid", "correlation"), names.cast(pl.String)],
-        how="horizontal",
-    )
-
-
-def _finished(grouped: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
-    """The operator table from its sums per (source, pid, device, op_name): rank, mean, share, order."""
-    keys = device_table.select("source", "pid", "device", "rank")
-    total = pl.col("gpu_ns").sum().over("source", "pid", "device")
-    return (
-        grouped.join(keys, on=["source", "pid", "device"], how="left", nulls_equal=True)
-        .with_columns(
-            (pl.col("gpu_ns") // pl.col("activities")).alias("mean_ns"),
-            pl.when(total > 0).then(pl.col("gpu_ns") / total).otherwise(0.0).alias("share"),
-        )
-        .sort(
-            ["rank", "source", "pid", "device", "gpu_ns", "op_name"],
-            descending=[False, False, False, False, True, False],
-            nulls_last=[False, False, False, False, False, True],
-        )
-        .select(OPERATOR_TABLE_COLUMNS)
-    )
-
-
-NO_OPERATOR: Final = "(no operator)"
-"""How the report names work launched outside every operator (or with no launch)."""
-
-
-def top_operators(table: pl.DataFrame, limit: int) -> tuple[OperatorStat, ...]:
-    """The ``limit`` operators with the most GPU time over every device (ties: by name), from rows of
-    :func:`operator_table` (of one trace or of a job's parts); each share is of the summed time of
-    every row."""
-    if table.is_empty():
-        return ()
-    summed = table.group_by(pl.col("op_name").fill_null(NO_OPERATOR)).agg(
-        pl.col("calls", "activities", "kernels", "gpu_ns").sum()
-    )
-    grand = int(summed.get_column("gpu_ns").sum() or 0)
-    ranked = summed.sort(["gpu_ns", "op_name"], descending=[True, False]).head(limit)
-    return tuple(
-        OperatorStat(
-            name=str(r["op_name"]),
-            calls=int(r["calls"]),
-            activities=int(r["activities"]),
-            kernels=int(r["kernels"]),
-            gpu_ns=int(r["gpu_ns"]),
-            share=int(r["gpu_ns"]) / grand if grand else 0.0,
-        )
-        for r in ranked.iter_rows(named=True)
-    )
+    found = innermost_at(table, points, _THREAD).get_column(RANGE)
+    return ranges_at(table, found, pl.col("_path").cast(pl.Categorical).alias("module"))

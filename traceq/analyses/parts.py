@@ -50,7 +50,7 @@ from traceq.analyses.findings_base import DeviceTotals, Ranking, WorstDevice, bu
 from traceq.analyses.host_state import CPU_KINDS
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, Mfu, PhaseBreakdown, StepBreakdown
-from traceq.analyses.operators import top_operators
+from traceq.analyses.operator_table import top_operators
 from traceq.analyses.options import Options
 from traceq.analyses.steps import DEVICE_KEY, devices
 from traceq.analyses.timeline import TimelineWindow
@@ -96,7 +96,7 @@ class PartSummary:
     """Per process, its launches and the GPU work the trace holds of them
     (:func:`~traceq.analyses.completeness.work_coverage`)."""
     operator_table: pl.DataFrame = field(default_factory=pl.DataFrame)
-    """Per device and operator (:func:`~traceq.analyses.operators.operator_table`)."""
+    """Per device and operator (:func:`~traceq.analyses.operator_table.operator_table`)."""
     phases: tuple[PhaseBreakdown, ...] = ()
 
     def estimated_size(self) -> int:

@@ -25,40 +25,33 @@ This module owns everything that touches SQLite for the nsys importer:
   never converts), the chunk is read through ADBC;
 * ``StringIds`` look-ups for only the ids a caller needs.
 
+The reads themselves -- a query through ADBC, the threads that read chunks ahead -- are
+:mod:`traceq.importers.nsys.query_reads`'.
+
 Callers describe a read as ``{column: polars dtype}``; columns the table lacks come back as nulls,
 so the converters (:mod:`traceq.importers.nsys.convert`) never branch on the nsys version to read.
 """
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 import sqlite3
-import sys
-import threading
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
-import pyarrow as pa
 
 from traceq.errors import CorruptTraceError
 from traceq.importers.nsys import column_reader
 from traceq.importers.nsys.column_reader import (
-    compiled_frame,
     compiled_reader_available,
     is_compiled_error,
 )
+from traceq.importers.nsys.query_reads import ChunkReaders, ColumnSpec, fetch_adbc, is_adbc_error
 from traceq.importers.nsys.wal import CheckpointedCopy, checkpointed_copy
-
-ColumnSpec = Mapping[str, pl.DataType]
-"""Columns to read: name -> the dtype the caller wants (``pl.Int64()`` or ``pl.String()``)."""
 
 INT: Final = pl.Int64()
 TEXT: Final = pl.String()
@@ -67,16 +60,10 @@ TEXT: Final = pl.String()
 # proportional to the ids asked for, not to the size of StringIds (which can hold millions).
 _STRING_CHUNK: Final = 50_000
 
-# ADBC's SQLite driver infers each column's Arrow type from the first batch and fails when a later
-# batch disagrees (a column that is NULL for the first rows, then text).  One batch for the whole
-# result makes the inference see every value, so the types are always consistent.
-_ADBC_BATCH_ROWS: Final = "1000000000"
-
 CHUNK_ROWS: Final = 131_072
 """Rows per :meth:`ExportDb.read_chunks` query: large enough that the per-query cost is noise,
 small enough that a few raw chunks in flight stay a small fraction of the imported table."""
 
-_MAX_READ_THREADS: Final = 4
 _MAX_CHUNKS: Final = 1 << 16
 
 _VERSIONED_NAME = re.compile(r"^(?P<base>.+)_V(?P<n>\d+)$", re.IGNORECASE)
@@ -105,7 +92,7 @@ class ExportDb:
     """The checkpointed copy read instead of a WAL-mode file with frames not yet in it (else None)."""
     _columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _counts: dict[str, int] = field(default_factory=dict)  # (a read-only file: counted once)
-    _readers: _ChunkReaders | None = None
+    _readers: ChunkReaders | None = None
 
     def close(self) -> None:
         self.done_reading()
@@ -152,16 +139,20 @@ class ExportDb:
         return self._counts[table]
 
     def row_span(self, table: str) -> int:
-        """How many rows ``table`` holds at most, for a progress line: its rowid span (max − min + 1:
-        its row count where the rowids are dense, as nsys writes them), which SQLite answers from
-        the two ends of the table's b-tree, where ``COUNT(*)`` reads every page (0.36 s for ten
-        million kernels); its count where it has no rowid (a view, ``WITHOUT ROWID``)."""
-        try:
+        """How many rows ``table`` holds at most, for a progress line: its rowid span (its count
+        where the rowids are dense, as nsys writes them; ``COUNT(*)`` reads every page: 0.36 s for
+        ten million kernels), or its count where it has no rowid (a view, ``WITHOUT ROWID``)."""
+        ends = self._rowid_range(table)
+        return ends[1] - ends[0] + 1 if ends is not None else self.count(table)
+
+    def _rowid_range(self, table: str) -> tuple[int, int] | None:
+        """``(min, max)`` rowid of ``table``; None without rowids (a view, ``WITHOUT ROWID``) or rows."""
+        try:  # one aggregate per query: SQLite answers each from one end of the b-tree, not a scan
             (lo,) = self.conn.execute(f"SELECT MIN(rowid) FROM {_quote(table)}").fetchone()
             (hi,) = self.conn.execute(f"SELECT MAX(rowid) FROM {_quote(table)}").fetchone()
         except (sqlite3.Error, UnicodeDecodeError):
-            return self.count(table)
-        return hi - lo + 1 if isinstance(lo, int) and isinstance(hi, int) else self.count(table)
+            return None
+        return (lo, hi) if isinstance(lo, int) and isinstance(hi, int) else None
 
     def read(self, table: str, spec: ColumnSpec) -> pl.DataFrame:
         """All rows of ``table`` with the columns of ``spec``; those the table lacks are all-null."""
@@ -205,7 +196,7 @@ class ExportDb:
             sqls = [f"{head} WHERE rowid BETWEEN {lo} AND {min(lo + chunk_rows - 1, bounds[1])}" for lo in firsts]
         missing = [pl.lit(None, dtype=dtype).alias(n) for n, dtype in spec.items() if n not in present]
         if self._readers is None:
-            self._readers = _ChunkReaders(self.uri, self.declined)
+            self._readers = ChunkReaders(self.uri, self.declined)
         pieces = self._readers.fetch(sqls, selected, compiled=compiled, rows_hint=chunk_rows if bounds else 0)
         for sql in sqls:
             with _translating_errors(self.path):
@@ -216,21 +207,17 @@ class ExportDb:
 
     def _rowid_bounds(self, table: str, chunk_rows: int) -> tuple[int, int] | None:
         """``(min, max)`` rowid of ``table`` when it spans several chunks, else None (read it whole)."""
-        try:  # one aggregate per query: SQLite answers each from one end of the b-tree, not a scan
-            (lo,) = self.conn.execute(f"SELECT MIN(rowid) FROM {_quote(table)}").fetchone()
-            (hi,) = self.conn.execute(f"SELECT MAX(rowid) FROM {_quote(table)}").fetchone()
-        except (sqlite3.Error, UnicodeDecodeError):
-            return None  # a view or a WITHOUT ROWID table: no rowid to range over
-        if not isinstance(lo, int) or not isinstance(hi, int) or hi - lo < chunk_rows:
+        ends = self._rowid_range(table)
+        if ends is None or ends[1] - ends[0] < chunk_rows:
             return None
-        if (hi - lo) // chunk_rows > _MAX_CHUNKS:  # rowids far sparser than any export writes
+        if (ends[1] - ends[0]) // chunk_rows > _MAX_CHUNKS:  # rowids far sparser than any export writes
             return None
-        return lo, hi
+        return ends
 
     def query(self, sql: str, spec: ColumnSpec) -> pl.DataFrame:
         """Run ``sql`` (whose result columns are exactly ``spec``'s, in order) into a frame."""
         with _translating_errors(self.path):
-            frame = _fetch_adbc(self.uri, sql, spec)
+            frame = fetch_adbc(self.uri, sql, spec)
             if frame is None:  # text that is not valid UTF-8
                 frame = _fetch_sqlite3(self.conn, sql, spec, self.lossy)
         return self._typed(frame, spec)
@@ -279,69 +266,6 @@ class ExportDb:
             in_list = chunk.cast(pl.String).str.join(",").item()
             parts.append(self.query(f"SELECT id, value FROM {_quote(table)} WHERE id IN ({in_list})", spec))
         return pl.concat(parts).unique("id", keep="first")
-
-
-class _ChunkReaders:
-    """A few threads, each with its own connections (compiled reader, ADBC), that read queries
-    ahead of their consumer."""
-
-    def __init__(self, uri: str, declined: list[str]) -> None:
-        self.uri = uri
-        self.declined = declined
-        self.threads = max(1, min(_MAX_READ_THREADS, _usable_cpus()))
-        self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="traceq-nsys")
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._connections: list[Any] = []
-
-    def fetch(
-        self, sqls: list[str], spec: ColumnSpec, *, compiled: bool, rows_hint: int
-    ) -> Iterator[pl.DataFrame | None]:
-        """Each query's frame, in order: by the compiled reader where ``compiled`` (its first
-        allocation sized for ``rows_hint`` rows) and it does not decline, else through ADBC; None
-        where the caller must read it through ``sqlite3`` (text that is not valid UTF-8).
-        At most ``threads + 1`` results wait in memory at a time."""
-        pending: deque[Future[pl.DataFrame | None]] = deque()
-        try:
-            for sql in sqls:
-                pending.append(self._pool.submit(self._read, sql, spec, compiled, rows_hint))
-                if len(pending) > self.threads:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for future in pending:
-                future.cancel()
-
-    def _read(self, sql: str, spec: ColumnSpec, compiled: bool, rows_hint: int) -> pl.DataFrame | None:
-        if compiled:
-            reader = self._connection("compiled", lambda: column_reader.connect(self.uri))
-            result = reader.read(sql, rows_hint)
-            if not isinstance(result, str):
-                return compiled_frame(result, spec)
-            self.declined.append(f"{result}: {sql}")
-        return _fetch_adbc(self.uri, sql, spec, self._connection("adbc", lambda: _adbc().connect(self.uri)))
-
-    def _connection(self, kind: str, connect: Callable[[], Any]) -> Any:
-        """This thread's connection of ``kind``, opened on first use."""
-        conn = getattr(self._local, kind, None)
-        if conn is None:
-            conn = connect()
-            setattr(self._local, kind, conn)
-            with self._lock:
-                self._connections.append(conn)
-        return conn
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        for conn in self._connections:
-            conn.close()
-
-
-def _usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def open_export(path: Path) -> ExportDb:
@@ -426,7 +350,7 @@ def _translating_errors(path: Path) -> Iterator[None]:
         # The ADBC driver reports SQLite errors as its own DB-API errors, or as OSError from the
         # Arrow stream, the compiled reader as SQLiteError; only those are the file's fault,
         # anything else is a traceq bug.
-        if _is_adbc_error(exc) or isinstance(exc, OSError) or is_compiled_error(exc):
+        if is_adbc_error(exc) or isinstance(exc, OSError) or is_compiled_error(exc):
             raise _corrupt(path, exc) from exc
         raise
 
@@ -446,46 +370,3 @@ def _fetch_sqlite3(conn: sqlite3.Connection, sql: str, spec: ColumnSpec, lossy: 
         return pl.DataFrame(rows, schema=dict(spec), orient="row")
     except (TypeError, pl.exceptions.PolarsError) as exc:
         raise sqlite3.DatabaseError(f"unexpected value types: {exc}") from exc
-
-
-@functools.cache
-def _adbc() -> Any:
-    """The ADBC SQLite driver's DB-API module, imported on first use: it costs an import that a file
-    turned away before any bulk read (not an nsys export) need not pay."""
-    import adbc_driver_sqlite.dbapi as dbapi  # type: ignore[import-not-found, unused-ignore]
-
-    return dbapi
-
-
-def _is_adbc_error(exc: BaseException) -> bool:
-    # Only an imported driver can have raised it, so the check never imports the driver.
-    dbapi = sys.modules.get("adbc_driver_sqlite.dbapi")
-    return dbapi is not None and isinstance(exc, dbapi.Error)
-
-
-def _fetch_adbc(uri: str, sql: str, spec: ColumnSpec, connection: Any = None) -> pl.DataFrame | None:
-    """The result through ADBC, or None when it holds text that is not valid UTF-8.
-
-    The driver passes SQLite's bytes into Arrow string arrays unchecked, and polars trusts Arrow;
-    invalid UTF-8 would crash later, so text columns are validated and such a result is read again
-    through ``sqlite3``, which decodes it lossily.
-    """
-    if connection is None:
-        with _adbc().connect(uri) as conn:
-            return _fetch_adbc(uri, sql, spec, conn)
-    with connection.cursor() as cur:
-        cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": _ADBC_BATCH_ROWS})
-        cur.execute(sql)
-        table = cur.fetch_arrow_table()
-    for column in table.columns:
-        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-            try:
-                column.validate(full=True)
-            except pa.ArrowInvalid:
-                return None
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    if frame.width != len(spec):
-        raise AssertionError(f"ADBC returned {frame.columns} for {list(spec)}")
-    # An empty result carries no types to infer from; the caller's cast fixes the dtypes.
-    return frame.rename(dict(zip(frame.columns, spec, strict=True)))
