@@ -259,9 +259,9 @@ def test_a_source_that_changes_while_it_is_imported_is_not_stored(source: Path, 
     store = Cache(tmp_path / "cache")
     key = store.key(source, "kineto-json")
     assert key is not None
-    table = traceq.load(source, cache=False).to_arrow()
+    trace = traceq.load(source, cache=False)
     source.write_text(kineto_trace("gemm_b") + " ", encoding="utf-8")
-    assert store.put(key, table) is None
+    assert store.put(key, trace.events, trace.file_metadata()) is None
     assert entries(store.directory) == []
 
 

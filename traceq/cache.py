@@ -297,29 +297,30 @@ class Cache:
             stacklevel=3,
         )
 
-    def put(self, key: SourceKey, table: pa.Table) -> Path | None:
-        """Store ``table`` (a traceq Parquet table with its ``traceq`` metadata) as the entry for ``key``.
+    def put(self, key: SourceKey, events: pl.DataFrame, metadata: Mapping[str, str]) -> Path | None:
+        """Store ``events`` with ``metadata`` (a trace's event table and its ``traceq`` metadata,
+        ``Trace.file_metadata``) as the entry for ``key``.
 
         Nothing is stored when the source changed while it was imported.  Returns the entry, or
         ``None`` when nothing was stored.
         """
-        entry, problem = self._put(key, table)
+        entry, problem = self._put(key, events, metadata)
         if problem is not None:
             warnings.warn(problem, CacheWarning, stacklevel=2)
         return entry
 
-    def put_behind(self, key: SourceKey, table: pa.Table) -> None:
+    def put_behind(self, key: SourceKey, events: pl.DataFrame, metadata: Mapping[str, str]) -> None:
         """:meth:`put` on a writer thread of its own, so that the caller goes on at once (a first
         run's report is not held up by writing its entry).  :meth:`wait` joins the writers and gives
         their warnings; the thread is not a daemon, so an entry is finished even if nobody waits."""
-        writer = threading.Thread(target=self._put_behind, args=(key, table), name="traceq-cache-write")
+        writer = threading.Thread(target=self._put_behind, args=(key, events, metadata), name="traceq-cache-write")
         with self._lock:
             self._pending.append(writer)
         writer.start()
 
-    def _put_behind(self, key: SourceKey, table: pa.Table) -> None:
+    def _put_behind(self, key: SourceKey, events: pl.DataFrame, metadata: Mapping[str, str]) -> None:
         try:
-            _entry, problem = self._put(key, table)
+            _entry, problem = self._put(key, events, metadata)
         except Exception as exc:  # a writer thread must not die with a traceback: the caller hears of it
             problem = f"cache entry of {key.path} was not written ({type(exc).__name__}: {exc})"
         if problem is not None:
@@ -340,7 +341,9 @@ class Cache:
             for writer in pending:
                 writer.join()
 
-    def _put(self, key: SourceKey, table: pa.Table) -> tuple[Path | None, str | None]:
+    def _put(
+        self, key: SourceKey, frame: pl.DataFrame, file_metadata: Mapping[str, str]
+    ) -> tuple[Path | None, str | None]:
         """:meth:`put`'s work: the entry (or None) and the warning to give (or None)."""
         if not self._writable:
             return None, None
@@ -348,11 +351,9 @@ class Cache:
             _log.debug("not caching %s: it changed while it was imported", key.path)
             return None, None
         entry = self.entry_path(key)
-        metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+        metadata = dict(file_metadata)
         metadata[ENTRY_METADATA_KEY.decode()] = key.to_json()
         metadata[ENTRY_DIGEST_KEY.decode()] = sealed_parquet.PLACEHOLDER.decode()
-        frame = pl.from_arrow(table.replace_schema_metadata(None))
-        assert isinstance(frame, pl.DataFrame)
         temp: Path | None = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)

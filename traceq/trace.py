@@ -175,14 +175,19 @@ class Trace:
     def to_arrow(self) -> pa.Table:
         """The event table as Arrow, with sources and import statistics under the ``traceq`` metadata key."""
         table = self.events.to_arrow()
+        metadata = dict(table.schema.metadata or {})
+        metadata.update({k.encode(): v.encode() for k, v in self.file_metadata().items()})
+        return table.replace_schema_metadata(metadata)
+
+    def file_metadata(self) -> dict[str, str]:
+        """What a traceq Parquet file holds beside the event table: the sources and the import
+        statistics, as JSON under the ``traceq`` key."""
         payload = {
             "schema_version": schema.SCHEMA_VERSION,
             "sources": [s.to_dict() for s in self.meta.sources],
             "import_stats": self.import_stats.to_list(),
         }
-        metadata = dict(table.schema.metadata or {})
-        metadata[PARQUET_METADATA_KEY] = json.dumps(payload, sort_keys=True).encode()
-        return table.replace_schema_metadata(metadata)
+        return {PARQUET_METADATA_KEY.decode(): json.dumps(payload, sort_keys=True)}
 
     def to_sqlite(self, path: str | Path) -> Path:
         """Write an SQLite database with tables ``events``, ``import_stats``, ``sources``
