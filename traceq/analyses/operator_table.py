@@ -37,9 +37,10 @@ OPERATOR_TABLE_COLUMNS: Final = (
 
 
 def operator_table(activity: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
-    """Per device and operator, the GPU work it launched (``activity``: :func:`activity_operators`
-    or :func:`operator_links`;
-    ``device_table``: :func:`traceq.analyses.steps.devices`).
+    """Per device and operator, the GPU work it launched (``activity``:
+    :func:`~traceq.analyses.operators.activity_operators` or
+    :func:`~traceq.analyses.operators.operator_links`; ``device_table``:
+    :func:`traceq.analyses.steps.devices`).
 
     Columns: rank, device, pid, source, op_name (null: work with no operator), calls (distinct
     operator ranges that launched work), activities (kernels, memcpys, memsets), kernels, gpu_ns
@@ -81,7 +82,7 @@ def operator_table_of(
     each activity's operator range is read by its launching call's position, the activities are
     summed per (device, operator range), and those sums per operator name (a 20 M-row trace's ten
     million activities become a few hundred thousand range sums before any name is read).
-    ``cpu``: as :func:`activity_operators`."""
+    ``cpu``: as :func:`~traceq.analyses.operators.activity_operators`."""
     found = call_operators(events, step_pattern=step_pattern, cpu=cpu)
     ranges = found.chosen.get_column(RANGE).gather(as_index(launching_calls(events).points))
     activity = (
@@ -124,7 +125,8 @@ def operator_names_of(
     events: pl.DataFrame, correlations: pl.Series, *, step_pattern: str = DEFAULT_STEP_PATTERN
 ) -> pl.DataFrame:
     """The operator of each GPU activity on a device whose correlation id is one of
-    ``correlations``, as :func:`activity_operators` names it, read for those rows alone.
+    ``correlations``, as :func:`~traceq.analyses.operators.activity_operators` names it, read for
+    those rows alone.
 
     Columns: source (String), pid, correlation, op_name (String; null: no operator); in event order."""
     found = call_operators(events, step_pattern=step_pattern)
