@@ -108,3 +108,40 @@ def test_host_state_reads_each_wanted_threads_own_rows(
             else iv.Intervals.empty()
         )
         assert states[key].recorded == want, key
+
+
+def _thread_rows(rows: list[tuple[int, int, int, bool, bool]]) -> pl.DataFrame:
+    """Labelled CPU rows of source /a, pid 1: (tid, start, end, is a step range, is a loader range)."""
+    return pl.DataFrame(
+        [("/a", 1, tid, s, e, step_, loader) for tid, s, e, step_, loader in rows],
+        schema={
+            "source": pl.String,
+            "pid": pl.Int64,
+            "tid": pl.Int64,
+            "start_ns": pl.Int64,
+            "end_ns": pl.Int64,
+            "_step": pl.Boolean,
+            "_loader": pl.Boolean,
+        },
+        orient="row",
+    ).with_columns(
+        pl.lit("range").cast(pl.Enum(["range", "cuda_api"])).alias("kind"),
+        pl.lit(False).alias("_sync"),
+        pl.lit(False).alias("_compile"),
+    )
+
+
+def test_a_threads_busy_time_is_its_recorded_time_without_steps_where_another_thread_loads() -> None:
+    """``busy`` (what the attribution subtracts from the other threads' loader time) is the
+    thread's recorded time without its step ranges -- computed where another thread of the process
+    has loader ranges, and empty where none does (nothing reads it there)."""
+    own = [(10, 0, 100, True, False), (10, 5, 20, False, False), (10, 40, 60, False, False)]
+    alone = host_state(_thread_rows(own), [("/a", 1, 10)]).threads[("/a", 1, 10)]
+    assert alone.recorded == iv.Intervals.from_arrays([0], [100])
+    assert alone.busy == iv.Intervals.empty()
+    beside = host_state(_thread_rows([*own, (11, 30, 50, False, True)]), [("/a", 1, 10)])
+    assert beside.threads[("/a", 1, 10)].busy == iv.Intervals.from_arrays([5, 40], [20, 60])
+    assert beside.loader_elsewhere(("/a", 1, 10)) == iv.Intervals.from_arrays([30], [50])
+    # A loader range on the thread itself is not another thread's.
+    itself = host_state(_thread_rows([*own, (10, 70, 80, False, True)]), [("/a", 1, 10)])
+    assert itself.threads[("/a", 1, 10)].busy == iv.Intervals.empty()

@@ -10,7 +10,8 @@ from these sets, one :class:`ThreadState` per thread that launched work ending a
   ``Torch-Compiled Region`` range, and every range of compile work (:data:`COMPILE_WORK_PATTERN`);
 * ``recorded``: inside any recorded CPU event (API call, op, range, Python frame, ...);
 * ``busy``: the same, but for the step ranges: the thread was running something more specific
-  than "inside a step".
+  than "inside a step" (read only against the loader time of the process's other threads, so
+  computed only for a thread whose process has some: ten million calls merged for nothing else).
 
 Per process, ``loader_elsewhere`` is the loader time of its *other* threads (a thread-based loader
 that the launching thread waits on).  Names are matched once per distinct name, never per row.
@@ -75,7 +76,8 @@ class ThreadState:
     compile: iv.Intervals
     recorded: iv.Intervals
     busy: iv.Intervals
-    """``recorded`` without the step ranges."""
+    """``recorded`` without the step ranges, where another thread of the process has loader ranges
+    (``HostState.loader_elsewhere``, the only time it is read against); else empty."""
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,7 @@ def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
     found = [i for i in range(len(wanted)) if bounds[i] < bounds[i + 1]]
     found.sort(key=lambda i: order[bounds[i]])  # (threads in the order their first rows come)
     states: dict[ThreadKey, ThreadState] = {}
+    empty = iv.Intervals.empty()
     for i in found:
         mask = order[bounds[i] : bounds[i + 1]] if len(found) > 1 else slice(None)
         start, end = arrays["start_ns"][mask], arrays["end_ns"][mask]
@@ -230,9 +233,8 @@ def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
             loader=_merged_where(start, end, loader),
             compile=_merged_where(start, end, compiling),
             recorded=iv.merge(iv.Intervals(start, end)),
-            busy=_merged_where(start, end, ~step),
+            busy=_merged_where(start, end, ~step) if _loads_elsewhere(wanted[i], loader_by_thread) else empty,
         )
-    empty = iv.Intervals.empty()
     for key in wanted:
         states.setdefault(key, ThreadState(empty, empty, empty, empty, empty))
     return HostState(threads=states, loader_by_thread=loader_by_thread)
@@ -268,6 +270,12 @@ def _wanted_rows(rows: pl.DataFrame, want: pl.DataFrame) -> tuple[np.ndarray, di
     if kept.all():
         return thread, {c: columns.get_column(c).to_numpy() for c in _STATE_COLUMNS}
     return thread[kept], {c: columns.get_column(c).to_numpy()[kept] for c in _STATE_COLUMNS}
+
+
+def _loads_elsewhere(key: ThreadKey, loader_by_thread: Mapping[ThreadKey, iv.Intervals]) -> bool:
+    """Whether another thread of ``key``'s process has loader ranges."""
+    source, pid, tid = key
+    return any(s == source and p == pid and t != tid for s, p, t in loader_by_thread)
 
 
 def _merged_where(start: iv.Int64Array, end: iv.Int64Array, keep: np.ndarray[Any, np.dtype[np.bool_]]) -> iv.Intervals:
