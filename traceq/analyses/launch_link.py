@@ -69,11 +69,7 @@ class LaunchLink:
 
     def calls_at(self, slots: Slots) -> Index:
         """The launching call of the key of each of ``slots`` (:data:`NONE` for a slot NONE)."""
-        if len(self.first_call) == 0:
-            return np.full(len(slots), NONE, np.int64)
-        out = self.first_call[slots]  # (a slot NONE reads the last place: set right below)
-        out[slots < 0] = NONE
-        return out
+        return _read_at(self.first_call, slots)
 
     def launched(self, rows: Index) -> Mask:
         """Whether each table row of ``rows`` has a ``cuda_api`` call with its key."""
@@ -144,16 +140,21 @@ class LaunchingCalls:
     def points_of(self, calls: Index) -> Index:
         """The point of each of ``calls`` (positions in ``cpu_rows``; :data:`NONE` for none), each
         one a launching call of the table's GPU activity on a device."""
-        out = _points(self.point_at, calls)
+        out = _read_at(self.point_at, calls)
         if (out[calls >= 0] < 0).any():
             raise ValueError("a call that launched no GPU activity on a device")
         return out
 
 
-def _points(point_at: Index, calls: Index) -> Index:
-    """``point_at`` read at each of ``calls`` (:data:`NONE` where a call is :data:`NONE`): one look-up
-    per call in ``point_at`` with a :data:`NONE` appended, which a call :data:`NONE` (−1) reads."""
-    return np.append(point_at, NONE)[calls]
+def _read_at(values: Index, at: Index) -> Index:
+    """``values`` read at each of ``at`` (:data:`NONE` where a place is :data:`NONE`): one look-up per
+    place, a place NONE reading the last value, then set to NONE (no mask before, no copy of
+    ``values``)."""
+    if len(values) == 0:
+        return np.full(len(at), NONE, np.int64)
+    out = values[at]
+    out[at < 0] = NONE
+    return out
 
 
 @per_frame
@@ -168,7 +169,7 @@ def launching_calls(events: pl.DataFrame) -> LaunchingCalls:
     point_at = np.where(launching, np.cumsum(launching) - 1, NONE)
     at = np.flatnonzero(launching)
     rows = gathered(cpu, at, *LAUNCHING_CALL_COLUMNS).with_row_index("_point")
-    return LaunchingCalls(rows, point_at, _points(point_at, calls), at, cpu)
+    return LaunchingCalls(rows, point_at, _read_at(point_at, calls), at, cpu)
 
 
 def gathered(frame: pl.DataFrame, positions: Index, *columns: str | pl.Expr) -> pl.DataFrame:

@@ -23,9 +23,8 @@ is one search for its segment.  The counts, the look-up by depth and :func:`prep
 are binary searches (numpy) in the ranges' sorted keys (:func:`traceq.analyses.asof.group_numbers`
 numbers the threads), where a key is (group, time) or (group, depth, time) packed into one int64:
 ``group × width + t − t_min`` with ``width`` the span of every time involved, so that the groups
-do not mix.  Where the
-packing would not fit in 62 bits, or a group column holds a null, the same rule runs as polars
-as-of joins instead; both give the same answer.
+do not mix.  Where the packing would not fit in 62 bits, or a group column holds a null, the same
+rule runs as polars as-of joins instead; both give the same answer.
 """
 
 from __future__ import annotations
@@ -170,21 +169,20 @@ def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequenc
     keys = rule.keys(point_group, t)  # (a point of no group: below every bound, so inside no range)
     if len(keys) < SEGMENT_RATIO * 2 * len(rule.starts):
         answer = rule.answer(keys)
-        if answer is None:
-            return None
-        found = pl.Series(_IDX, answer, dtype=pl.Int64)
-        return pl.DataFrame([point_ids, found]).with_columns(
-            pl.when(pl.col(_IDX) >= 0).then(pl.col(_IDX)).cast(pl.UInt32).alias(_IDX)
-        )
+        return None if answer is None else pl.DataFrame([point_ids, _range_ids(answer)])
     bounds = iv.distinct(np.concatenate([rule.starts, rule.ends]))
     per_segment = rule.answer(bounds)
     if per_segment is None:
         return None
     # Index 0 of the look-up answers a point before every bound (or of no group): no range.
-    look_up = pl.Series(_IDX, np.concatenate(([-1], per_segment)), dtype=pl.Int64)
-    look_up = look_up.set(look_up < 0, None).cast(pl.UInt32)
+    look_up = _range_ids(np.concatenate(([-1], per_segment)))
     segment = pl.Series(searchsorted(bounds, keys, "right"))
     return pl.DataFrame([point_ids, look_up.gather(segment)])
+
+
+def _range_ids(answer: Array) -> pl.Series:
+    """``_range`` ids (−1: none) as the UInt32 column :func:`innermost_at` answers with (null: none)."""
+    return as_index(answer).cast(pl.UInt32).alias(_IDX)
 
 
 SEGMENT_RATIO: Final = 2

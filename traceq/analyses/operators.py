@@ -160,15 +160,18 @@ def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) ->
 def _per_call(events: pl.DataFrame, step_pattern: str, hint: _Hint) -> pl.DataFrame:
     """Per launching call, in _point order (every part below is: no join by _point), its own
     columns of :data:`ACTIVITY_OPERATOR_COLUMNS`, its operator's and its module."""
-    launched = _launched(launching_calls(events))
+    calls = launching_calls(events)
+    launched = _launched(calls)
     cpu = cpu_rows(events) if hint.value is None else hint.value
-    ops = _operators_of_calls(_call_operators(events, step_pattern, hint, True))
-    modules = _module_paths(cpu, launched)
-    own = pl.concat(
-        [launching_calls(events).gather(pl.col("name").cast(pl.Categorical).alias("launch_name")), launched],
+    return pl.concat(
+        [
+            calls.gather(pl.col("name").cast(pl.Categorical).alias("launch_name")),
+            launched.select("launch_tid", "launch_start_ns"),
+            _operators_of_calls(_call_operators(events, step_pattern, hint, True)),
+            _module_paths(cpu, launched),
+        ],
         how="horizontal",
-    ).select("launch_name", "launch_tid", "launch_start_ns")
-    return pl.concat([own, ops, modules], how="horizontal")
+    )
 
 
 def _launched(calls: LaunchingCalls) -> pl.DataFrame:
