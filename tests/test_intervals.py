@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from unittest import mock
 
 import numpy as np
 import numpy.typing as npt
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from traceq import window_slices
 from traceq.errors import InvalidArgumentError
 from traceq.intervals import (
     Intervals,
@@ -331,6 +333,26 @@ def test_overlaps_says_whether_each_interval_has_a_ns_inside_the_windows(x: Inte
     assert overlaps(x, windows).tolist() == expected
 
 
+@SETTINGS
+@given(interval_sets, window_sets, st.booleans(), st.sampled_from([1, 2, 1 << 16]))
+def test_per_interval_answers_in_start_order_are_the_same_by_either_path(
+    x: Intervals, windows: Intervals, sliced: bool, chunk_rows: int
+) -> None:
+    # In start order against few windows, the intervals are read a slice per window (a chunk of
+    # rows at a time); against many, by one search per interval.
+    order = np.argsort(x.start_ns, kind="stable")
+    in_order = Intervals(x.start_ns[order], x.end_ns[order])
+    inside = covered(windows)
+    cells = [inside & window_cells(s, e) for s, e in pairs_of(in_order)]
+    with (
+        mock.patch.object(window_slices, "MAX_WINDOWS", len(windows) if sliced else -1),
+        mock.patch.object(window_slices, "CHUNK_ROWS", chunk_rows),
+    ):
+        assert overlaps(in_order, windows).tolist() == [bool(c.any()) for c in cells]
+        assert overlap_with_windows(in_order, windows).tolist() == [int(c.sum()) for c in cells]
+        assert measure_in_windows(windows, in_order).tolist() == [int(c.sum()) for c in cells]
+
+
 def test_overlaps_examples() -> None:
     windows = iv((10, 20), (30, 40))
     # before, touching the first's start, inside, spanning the gap, in the gap, touching the
@@ -338,6 +360,10 @@ def test_overlaps_examples() -> None:
     x = iv((0, 10), (5, 11), (12, 13), (19, 31), (20, 30), (40, 50), (45, 60), (15, 15))
     assert overlaps(x, windows).tolist() == [False, True, True, True, False, False, False, False]
     assert overlaps(x, iv()).tolist() == [False] * 8
+    # the same in start order (one slice per window): before, touching, inside, zero-length inside,
+    # spanning the gap, in the gap, touching the last's end, after
+    x = iv((0, 10), (5, 11), (12, 13), (15, 15), (19, 31), (20, 30), (40, 50), (45, 60))
+    assert overlaps(x, windows).tolist() == [False, True, True, False, True, False, False, False]
 
 
 @SETTINGS

@@ -45,7 +45,8 @@ def idle_intervals(activity: pl.DataFrame, windows: pl.DataFrame, n_devices: int
     ``activity`` has dev, start_ns, end_ns (GPU activity); ``windows`` dev, start_ns, end_ns.
     Columns: dev (UInt32), start_ns, end_ns, dur_ns; sorted by dev, start_ns.
     """
-    devs = activity.get_column("dev").to_numpy()
+    one = only_dev(activity.get_column("dev"))
+    devs = None if one is not None else activity.get_column("dev").to_numpy()
     starts = activity.get_column("start_ns").to_numpy()
     ends = activity.get_column("end_ns").to_numpy()
     win_dev = windows.get_column("dev").to_numpy()
@@ -53,12 +54,16 @@ def idle_intervals(activity: pl.DataFrame, windows: pl.DataFrame, n_devices: int
     win_end = windows.get_column("end_ns").to_numpy()
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for dev in range(n_devices):
-        on = devs == dev
-        busy = iv.merge(iv.Intervals(starts[on], ends[on]))
+        if devs is None:  # (one device: its rows are every row, not a copy of them)
+            dev_starts, dev_ends = (starts, ends) if dev == one else (starts[:0], ends[:0])
+        else:
+            on = devs == dev
+            dev_starts, dev_ends = starts[on], ends[on]
+        busy = iv.merge(iv.Intervals(dev_starts, dev_ends))
         if len(busy) == 0:
             continue
         on_win = win_dev == dev
-        first, last = int(starts[on].min()), int(ends[on].max())  # zero-length activities too
+        first, last = int(dev_starts.min()), int(dev_ends.max())  # zero-length activities too
         lo = int(min(first, win_start[on_win].min(initial=first)))
         hi = int(max(last, win_end[on_win].max(initial=last)))
         idle = iv.complement(busy, lo, hi)
