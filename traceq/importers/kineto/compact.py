@@ -223,11 +223,14 @@ def _category(text: str) -> pl.Expr:
 
 def _ints_of_text(raw: pl.DataFrame, columns: tuple[str, ...]) -> dict[str, pl.Expr]:
     """:func:`int_from_text` of each text column, as plain decimal parsing where that reads every
-    value of the block (flow ids, devices and streams nearly always are decimal integers): one
-    check for all the columns, and the full parse (hex, ``stream N``, ``7.0``) only where it misses.
+    value of the block (flow ids, devices and streams nearly always are decimal integers): parsed
+    once for all the columns, and the full parse (hex, ``stream N``, ``7.0``) only where it misses.
 
     Where decimal parsing reads a value, :func:`int_from_text` reads the same integer (its first
     attempt is that parse, after stripping what a decimal integer cannot hold)."""
-    decimal = {c: pl.col(c).str.to_integer(base=10, strict=False) for c in columns}
-    missed = raw.select(**{c: (pl.col(c).is_not_null() & decimal[c].is_null()).any() for c in columns}).row(0)
-    return {c: int_from_text(pl.col(c)) if miss else decimal[c] for c, miss in zip(columns, missed, strict=True)}
+    decimal = raw.select(pl.col(c).str.to_integer(base=10, strict=False) for c in columns)
+    missed = [bool((raw.get_column(c).is_not_null() & decimal.get_column(c).is_null()).any()) for c in columns]
+    return {
+        c: int_from_text(pl.col(c)) if miss else pl.lit(decimal.get_column(c))
+        for c, miss in zip(columns, missed, strict=True)
+    }
