@@ -134,8 +134,9 @@ class LaunchingCalls:
     cpu: pl.DataFrame
 
     def gather(self, *columns: str | pl.Expr) -> pl.DataFrame:
-        """More columns of the calls (of ``cpu_rows``, or expressions of them), in _point order."""
-        return gathered(self.cpu, self.at, *columns)
+        """More columns of the calls (of ``cpu_rows``, or expressions of them), in _point order:
+        the rows ``at``, taken by a filter of the rows that have a point (a third of a gather's time)."""
+        return self.cpu.select(_read_by(columns)).filter(pl.Series(self.point_at >= 0)).select(*columns)
 
     def points_of(self, calls: Index) -> Index:
         """The point of each of ``calls`` (positions in ``cpu_rows``; :data:`NONE` for none), each
@@ -168,15 +169,19 @@ def launching_calls(events: pl.DataFrame) -> LaunchingCalls:
     launching[calls[valid]] = True
     point_at = np.where(launching, np.cumsum(launching) - 1, NONE)
     at = np.flatnonzero(launching)
-    rows = gathered(cpu, at, *LAUNCHING_CALL_COLUMNS).with_row_index("_point")
+    rows = cpu.select(LAUNCHING_CALL_COLUMNS).filter(pl.Series(launching)).with_row_index("_point")  # (rows `at`)
     return LaunchingCalls(rows, point_at, _read_at(point_at, calls), at, cpu)
 
 
 def gathered(frame: pl.DataFrame, positions: Index, *columns: str | pl.Expr) -> pl.DataFrame:
     """``frame.select(*columns)`` of the rows at ``positions``: the rows are taken first, so a cast
     or a rename costs per row taken, not per row of ``frame``."""
-    names = list(dict.fromkeys(n for c in columns for n in ([c] if isinstance(c, str) else c.meta.root_names())))
-    return frame.select(names)[positions].select(*columns)
+    return frame.select(_read_by(columns))[positions].select(*columns)
+
+
+def _read_by(columns: tuple[str | pl.Expr, ...]) -> list[str]:
+    """The columns of a frame that ``columns`` (names, expressions) read, each once."""
+    return list(dict.fromkeys(n for c in columns for n in ([c] if isinstance(c, str) else c.meta.root_names())))
 
 
 _IN_CPU: Final = pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null()
