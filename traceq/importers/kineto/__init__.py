@@ -11,7 +11,8 @@ from those above it; an import-linter contract in ``pyproject.toml`` keeps it so
   over a block of events that writes the columns of the fields read;
 * :mod:`~traceq.importers.kineto.fast_parser` -- the raw event frame by the columnar fast path, and
   :mod:`~traceq.importers.kineto.lenient_parser` -- the same frame by the lenient fallback;
-* :mod:`~traceq.importers.kineto.compact` -- per-event normalisation, a block at a time;
+* :mod:`~traceq.importers.kineto.compact` -- per-event normalisation, a block at a time, the flow
+  events kept apart;
 * :mod:`~traceq.importers.kineto.normalise` -- what needs the whole trace: pairs, links, kinds, stats;
 * :mod:`~traceq.importers.kineto.meta` -- SourceMeta;
 * :mod:`~traceq.importers.kineto.importer` -- ``read_kineto``, which ties them together.

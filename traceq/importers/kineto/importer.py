@@ -16,7 +16,7 @@ import polars as pl
 from traceq.errors import EmptyTraceError, UnsupportedFormatError
 from traceq.importers.duplicates import count_duplicates, drop_exact_duplicates
 from traceq.importers.event_rows import EventRows
-from traceq.importers.kineto.compact import compact
+from traceq.importers.kineto.compact import FlowSplit
 from traceq.importers.kineto.fast_parser import parse_fast
 from traceq.importers.kineto.lenient_parser import parse_lenient
 from traceq.importers.kineto.meta import build_meta, distributed_int, event_facts
@@ -44,27 +44,27 @@ def read_kineto(path: Path, *, parser: Parser = "auto", max_inflate_ratio: float
     """
     path = Path(path)
     reading = FileReading.of(path)
-    parsed = _parse(path, parser, max_inflate_ratio, reading)
+    parsed, flows = _parse(path, parser, max_inflate_ratio, reading)
     reading.finish()  # the lenient parser reads the file whole; a fast pass's share may fall short
-    events, total = parsed.events, parsed.events.height + parsed.non_objects
+    events, total = parsed.events, parsed.events.height + flows.height + parsed.non_objects
     if total == 0:
         raise EmptyTraceError(
             "the trace holds no events", path=path, hint="the profiler recorded nothing; profile again"
         )
-    if events.height and events["ph"].null_count() == events.height:
+    if flows.is_empty() and events.height and events["ph"].null_count() == events.height:
         raise UnsupportedFormatError(
             "no event has a 'ph' (phase) field, so this is not a Chrome trace",
             path=path,
             hint="traceq reads PyTorch profiler / Chrome-trace JSON",
         )
-    facts = event_facts(events)
+    facts = event_facts(events, flows)
     top, container, parser_used, non_objects = parsed.top, parsed.container, parsed.parser, parsed.non_objects
     warnings = parsed.warnings
     # From here on `events` is the only reference to the event frame, so that it can be let go
     # once the rows are made: the sorted copy of the rows should not coexist with it.
     del parsed
-    result = normalise(events, source=str(path), rank=distributed_int(top, "rank"), non_objects=non_objects)
-    del events
+    result = normalise(events, flows, source=str(path), rank=distributed_int(top, "rank"), non_objects=non_objects)
+    del events, flows
     counts, rows, warnings = result.counts, result.rows, warnings + result.warnings
     del result
     if rows.height == 0:
@@ -110,43 +110,47 @@ def _in_file_order(rows: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame([rows.drop_in_place(name) for name in list(rows.columns)])
 
 
-def _parse(path: Path, parser: Parser, ratio: float | None, reading: FileReading) -> ParsedTrace:
+def _parse(path: Path, parser: Parser, ratio: float | None, reading: FileReading) -> tuple[ParsedTrace, pl.DataFrame]:
+    """The compacted events and, apart, the flow events (:class:`FlowSplit`) of the parser that read the file."""
     if parser == "lenient":
         return _lenient(path, open_trace(path, max_inflate_ratio=ratio), ratio)
     source = open_trace(path, max_inflate_ratio=ratio)
     try:
         try:
-            return parse_fast(source, compact, reading)
+            split = FlowSplit()
+            return parse_fast(source, split, reading), split.flows()
         except InflatedPastHint:  # a gzip stream longer than its trailer said: parse it whole
             source = read_trace_bytes(path, max_inflate_ratio=ratio)
-            return parse_fast(source, compact, reading)
+            split = FlowSplit()
+            return parse_fast(source, split, reading), split.flows()
     except FastPathDeclined as declined:
         if parser == "fast":
             raise UnsupportedFormatError(
                 f"the fast JSON path declined the file ({declined.reason})", path=path, hint="use parser='auto'"
             ) from declined
         reason = declined.reason
-    lenient = _lenient(path, source, ratio)
+    lenient, flows = _lenient(path, source, ratio)
     note = f"the fast JSON path declined the file ({reason}); it was read with the slower lenient parser"
     return ParsedTrace(
         lenient.events, lenient.top, lenient.container, lenient.parser, lenient.non_objects, (note, *lenient.warnings)
-    )
+    ), flows
 
 
-def _lenient(path: Path, source: Raw | Inflating, ratio: float | None) -> ParsedTrace:
+def _lenient(path: Path, source: Raw | Inflating, ratio: float | None) -> tuple[ParsedTrace, pl.DataFrame]:
     """The lenient parser over the file's bytes: a gzip file is inflated again where the fast path
     gave some of its inflated pages back."""
     if isinstance(source, Inflating) and source.released:
         source = open_trace(path, max_inflate_ratio=ratio)
+    split = FlowSplit()
     if not isinstance(source, Inflating):
-        return parse_lenient(source, path, compact)
-    parsed = parse_lenient(source.whole(), path, compact)
+        return parse_lenient(source, path, split), split.flows()
+    parsed = parse_lenient(source.whole(), path, split)
     squeezed = source.squeeze_warnings()
     if not squeezed:
-        return parsed
+        return parsed, split.flows()
     return ParsedTrace(
         parsed.events, parsed.top, parsed.container, parsed.parser, parsed.non_objects, parsed.warnings + squeezed
-    )
+    ), split.flows()
 
 
 __all__ = ["Parser", "read_kineto"]

@@ -79,10 +79,12 @@ class EventFacts:
     """``(process_name|thread_name, pid text, tid text, name)`` from ``M`` events."""
 
 
-def event_facts(events: pl.DataFrame) -> EventFacts:
-    """Categories present, whether tids are ``"stream N"`` text, and the ``M`` naming events."""
+def event_facts(events: pl.DataFrame, flows: pl.DataFrame) -> EventFacts:
+    """Categories present, whether tids are ``"stream N"`` text, and the ``M`` naming events
+    (``flows``: the flow events, which :class:`~traceq.importers.kineto.compact.FlowSplit` kept apart)."""
     # Lazy queries: the eager ones allocate far more than these small answers need.
     lazy = events.lazy()
+    both = pl.concat([events.lazy().select("cat", "stream_tid"), flows.lazy().select("cat", "stream_tid")])
     names = (
         lazy.filter(
             (pl.col("ph") == "M")
@@ -92,10 +94,10 @@ def event_facts(events: pl.DataFrame) -> EventFacts:
         .select("name", "pid_text", "tid_key", "meta_name")
         .collect()
     )
-    categories = lazy.select(pl.col("cat").unique().cast(pl.String)).collect().to_series()
+    categories = both.select(pl.col("cat").unique().cast(pl.String)).collect().to_series()
     return EventFacts(
         categories=frozenset(c for c in categories.to_list() if c is not None),
-        stream_string_tids=bool(lazy.select(pl.col("stream_tid").any()).collect().item()),
+        stream_string_tids=bool(both.select(pl.col("stream_tid").any()).collect().item()),
         thread_names=tuple(names.iter_rows()),
     )
 

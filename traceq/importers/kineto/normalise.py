@@ -28,6 +28,7 @@ from traceq.comm_kernels import comm_name_expr
 from traceq.importers.kineto.compact import (
     PER_EVENT_ARG_COLUMNS,
     ROW,
+    SKIP_FLOW,
     SKIP_NOT_OBJECT,
     SKIP_PAIR_END,
     SKIP_UNCLOSED_B,
@@ -111,8 +112,12 @@ def kind_of_category(category: str | None) -> str:
     return "cuda_api" if key.endswith(API_CATEGORY_SUFFIXES) else "other"
 
 
-def normalise(events: pl.DataFrame, *, source: str, rank: int | None, non_objects: int = 0) -> Normalised:
+def normalise(
+    events: pl.DataFrame, flows: pl.DataFrame, *, source: str, rank: int | None, non_objects: int = 0
+) -> Normalised:
     """Turn compacted events into event-table rows; see the module docstring for what becomes a row.
+    ``flows``: the flow events, kept apart by :class:`~traceq.importers.kineto.compact.FlowSplit`
+    (counted, and read where they fill missing correlation ids).
 
     Data-dependent lookups (kinds of the categories present, numeric pids, launch pids, flow
     bindings) are computed first, from small selections; the rows are then made by one lazy
@@ -130,10 +135,10 @@ def normalise(events: pl.DataFrame, *, source: str, rank: int | None, non_object
         events, inverted = _pair_begin_end(events)
         if inverted:
             warnings.append(f"{inverted} B/E pairs end before they begin; clamped to zero length")
-    counts = _counts(events, source, non_objects)
+    counts = _counts(events, flows, source, non_objects)
     categories = codes_and_texts(events, "cat")  # the distinct categories: their codes and texts
     described = _describe(events, categories)
-    correlation, flow_warnings = _correlation_with_flows(events, described, categories["text"].to_list())
+    correlation, flow_warnings = _correlation_with_flows(events, described, flows)
     warnings.extend(flow_warnings)
     launch_pid = _launch_pid(events, described, correlation)
     rows = (
@@ -275,7 +280,7 @@ def _describe(events: pl.DataFrame, present: pl.DataFrame) -> dict[str, pl.Expr]
 
 
 def _correlation_with_flows(
-    events: pl.DataFrame, described: dict[str, pl.Expr], categories: list[str]
+    events: pl.DataFrame, described: dict[str, pl.Expr], flows: pl.DataFrame
 ) -> tuple[pl.Expr, list[str]]:
     """``correlation``, filled from launch flows where ``args.correlation`` is missing (old traces).
 
@@ -287,10 +292,13 @@ def _correlation_with_flows(
     linked = _IS_ROW & described["kind"].is_in(["cuda_api", *GPU_WORK_KINDS])
     correlation = pl.col("correlation")
     unlinked = events.lazy().filter(linked & correlation.is_null()).select(pl.len()).collect().item()
-    flow_categories = [c for c in categories if c.lower() in FLOW_LAUNCH_CATEGORIES]
-    if not unlinked or not flow_categories:
+    if not unlinked or flows.is_empty():
         return correlation, []
-    flows = events.filter(
+    categories = codes_and_texts(flows, "cat")["text"].to_list()
+    flow_categories = [c for c in categories if c.lower() in FLOW_LAUNCH_CATEGORIES]
+    if not flow_categories:
+        return correlation, []
+    flows = flows.filter(
         pl.col("ph").is_in(["s", "f"]) & pl.col("cat").is_in(flow_categories) & pl.col("start_ns").is_not_null()
     ).select("ph", "bp_e", "pid_text", "tid_key", "flow_id", flow_ns="start_ns")
     targets = (
@@ -404,10 +412,18 @@ def _kind_of_category(category: str) -> str | None:
     return KIND_OF_CATEGORY.get(lowered)
 
 
-def _counts(events: pl.DataFrame, source: str, non_objects: int) -> tuple[CategoryCount, ...]:
-    """One CategoryCount per ``cat`` (``ph=<ph>`` for events without one)."""
+def _counts(events: pl.DataFrame, flows: pl.DataFrame, source: str, non_objects: int) -> tuple[CategoryCount, ...]:
+    """One CategoryCount per ``cat`` (``ph=<ph>`` for events without one), flows included."""
     # The lazy engine groups these categoricals in a fraction of the eager group_by's memory.
-    tally = events.lazy().group_by("cat", "ph", "outcome").len().collect()
+    tally = pl.concat(
+        [
+            events.lazy().group_by("cat", "ph", "outcome").len(),
+            flows.lazy()
+            .group_by("cat", "ph")
+            .len()
+            .select("cat", "ph", pl.lit(SKIP_FLOW, pl.Categorical).alias("outcome"), "len"),
+        ]
+    ).collect()
     by_category: dict[str, dict[str, int]] = {}
     for cat, ph, outcome, n in tally.iter_rows():
         category = cat if cat is not None else f"ph={ph if ph is not None else '(none)'}"
