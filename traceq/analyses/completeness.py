@@ -27,11 +27,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
+import numpy as np
 import polars as pl
 
 from traceq import schema
 from traceq.analyses.host_state import matching
-from traceq.analyses.launch_link import gathered, launch_link, rows_where
+from traceq.analyses.launch_link import gathered, launch_link
 from traceq.analyses.model import DataCaveat, DeviceBreakdown, Finding, WithheldFinding
 from traceq.stats import ImportStats
 from traceq.units import device_label, pct
@@ -70,7 +71,8 @@ def work_coverage(events: pl.DataFrame) -> pl.DataFrame:
         & pl.col("correlation").is_not_null()
         & pl.col("name").is_in(matching(events.get_column("name"), KERNEL_LAUNCH_PATTERN).implode())
     )
-    call_rows = rows_where(events, is_call)
+    calling = events.select(is_call.fill_null(False)).to_series()
+    call_rows = np.flatnonzero(calling.to_numpy()).astype(np.int64)  # (launch_link.rows_where, the mask kept)
     # Only the calls with no activity are taken out of the table (few); the launches are counted in it.
     alone = call_rows[~launch_link(events).with_activity(call_rows)]
     unrecorded = (
@@ -81,7 +83,12 @@ def work_coverage(events: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.len().cast(pl.Int64).alias("unrecorded"))
     )
     launches = (
-        events.lazy().filter(is_call).group_by("source", "pid").agg(pl.len().cast(pl.Int64).alias("launches")).collect()
+        events.lazy()
+        .select("source", "pid")
+        .filter(calling)
+        .group_by("source", "pid")
+        .agg(pl.len().cast(pl.Int64).alias("launches"))
+        .collect()
     )
     return (
         last.drop("last_ns")

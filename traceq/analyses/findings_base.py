@@ -209,8 +209,11 @@ def _kernels(kernels: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     spans = iv.Intervals.from_frame(rows)
     for (dev,), win in windows.partition_by("dev", as_dict=True).items():
         on_dev = devs == dev
-        chosen = spans if on_dev.all() else iv.Intervals(spans.start_ns[on_dev], spans.end_ns[on_dev])
-        in_steps[on_dev] = iv.overlap_with_windows(chosen, iv.Intervals.from_frame(win))
+        if on_dev.all():  # (one device: every row, neither copied nor written back through a mask)
+            in_steps = iv.overlap_with_windows(spans, iv.Intervals.from_frame(win))
+        else:
+            chosen = iv.Intervals(spans.start_ns[on_dev], spans.end_ns[on_dev])
+            in_steps[on_dev] = iv.overlap_with_windows(chosen, iv.Intervals.from_frame(win))
     return rows.with_columns(pl.Series("in_steps_ns", in_steps, dtype=pl.Int64))
 
 
