@@ -83,7 +83,7 @@ def probe_import_one_core(trace: Path, args: argparse.Namespace) -> dict[str, An
 def probe_store(trace: Path, args: argparse.Namespace) -> dict[str, Any]:
     """A first default run's load: into an empty cache that writes behind, as the CLI's does.
     ``wall_s`` is until the trace is returned (the report starts); ``written_s`` until its entry
-    is written too (the CLI waits for it after its output)."""
+    is written too (the CLI writes it after its output)."""
     import traceq
     from traceq.cache import Cache
 

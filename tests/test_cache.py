@@ -10,7 +10,6 @@ import pickle
 import shutil
 import subprocess
 import sys
-import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -438,19 +437,19 @@ def test_cli_unwritable_cache_is_a_one_line_warning_not_an_error(source: Path, t
 # writing behind: a first run does not wait for its entry
 
 
-def test_a_write_behind_cache_stores_the_entry_on_a_thread_that_wait_joins(source: Path, tmp_path: Path) -> None:
+def test_a_write_behind_cache_stores_the_entry_when_wait_is_called(source: Path, tmp_path: Path) -> None:
     store = Cache(tmp_path / "cache", write_behind=True)
     loaded = traceq.load(source, cache=store)
+    assert entries(store.directory) == []  # nothing beside the caller's own work (its report)
     store.wait()
     (entry,) = entries(store.directory)
     assert_same(traceq.load(source, cache=Cache(store.directory)), loaded)
-    assert not [t for t in threading.enumerate() if t.name == "traceq-cache-write"]
     assert entry.stat().st_size > 0
+    store.wait()  # nothing left to write
+    assert entries(store.directory) == [entry]
 
 
-def test_a_write_behind_writer_is_not_a_daemon_so_an_entry_is_finished_without_a_wait(
-    source: Path, tmp_path: Path
-) -> None:
+def test_an_entry_nobody_waits_for_is_written_when_the_interpreter_exits(source: Path, tmp_path: Path) -> None:
     code = (
         "import sys, traceq; from traceq.cache import Cache; "
         f"traceq.load({str(source)!r}, cache=Cache({str(tmp_path / 'c')!r}, write_behind=True))"
@@ -465,10 +464,8 @@ def test_a_write_behind_failure_is_one_warning_given_by_wait(source: Path, tmp_p
     blocker.write_text("")
     store = Cache(blocker / "cache", write_behind=True)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # nothing is said by the writer thread itself
+        warnings.simplefilter("error")  # nothing is said while the trace is loaded
         traceq.load(source, cache=store)
-        for thread in [t for t in threading.enumerate() if t.name == "traceq-cache-write"]:
-            thread.join()
     with pytest.warns(CacheWarning, match="cannot be written") as caught:
         store.wait()
     assert len(caught) == 1

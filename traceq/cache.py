@@ -37,12 +37,14 @@ is one entry per source path (a changed source replaces its entry), named
 **A first run does not wait for its entry.**  Entries are encoded by polars' Parquet writer (on
 every core; three times faster than pyarrow's one-threaded ``write_table`` on a 1 GB trace's 2.5 M
 rows), and the CLI's caches write behind (``Cache(..., write_behind=True)``): the entry of a fresh
-import is written on a thread of its own while the report is computed and printed, and the command
-waits for it only once its output is out (``docs/performance.md``, "The columnar cache").
+import is written once the command's output is out (:meth:`Cache.wait`), not beside the report --
+the writer keeps polars' threads busy, and every parallel step of the report would queue behind
+it (``docs/performance.md``, "The columnar cache").
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import importlib.metadata
@@ -204,8 +206,8 @@ class Cache:
     ``sampled``).  :meth:`get` and :meth:`put` never raise for cache problems: a stale entry is a
     miss, a damaged one a miss with one :class:`CacheWarning`, and an unwritable directory turns
     writing off for this object, with one :class:`CacheWarning`.  ``write_behind=True`` (what the
-    CLI uses) has a fresh import's entry written on a thread of its own (:meth:`put_behind`) while
-    the caller goes on to analyse and report; :meth:`wait` joins those writers.
+    CLI uses) has a fresh import's entry written later (:meth:`put_behind`), while the caller goes
+    on to analyse and report: :meth:`wait` writes it, or the interpreter's exit does.
     """
 
     def __init__(self, directory: str | Path, *, verify: VerifyMode | None = None, write_behind: bool = False) -> None:
@@ -217,12 +219,12 @@ class Cache:
         """Whether :func:`traceq.loading.load_file` stores entries with :meth:`put_behind`."""
         self._writable = True
         self._lock = threading.Lock()
-        self._pending: list[threading.Thread] = []
-        self._problems: list[str] = []
+        self._pending: list[tuple[SourceKey, pl.DataFrame, Mapping[str, str]]] = []
+        self._at_exit = False
 
     def __getstate__(self) -> dict[str, Any]:
-        """A copy sent to a worker process writes its entries itself, at once (no writer thread
-        outlives the task that imported them)."""
+        """A copy sent to a worker process writes its entries itself, at once (no entry waits for
+        the end of the process that imported it)."""
         return {"directory": self.directory, "verify": self.verify, "_writable": self._writable}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -310,36 +312,31 @@ class Cache:
         return entry
 
     def put_behind(self, key: SourceKey, events: pl.DataFrame, metadata: Mapping[str, str]) -> None:
-        """:meth:`put` on a writer thread of its own, so that the caller goes on at once (a first
-        run's report is not held up by writing its entry).  :meth:`wait` joins the writers and gives
-        their warnings; the thread is not a daemon, so an entry is finished even if nobody waits."""
-        writer = threading.Thread(target=self._put_behind, args=(key, events, metadata), name="traceq-cache-write")
+        """:meth:`put`, left for :meth:`wait`, so that the caller goes on at once: a first run's
+        report is neither held up by writing its entry nor slowed by it (polars' writer encodes on
+        every core, and the report's own parallel steps would wait for its threads).  An entry
+        nobody waits for is written when the interpreter exits."""
         with self._lock:
-            self._pending.append(writer)
-        writer.start()
-
-    def _put_behind(self, key: SourceKey, events: pl.DataFrame, metadata: Mapping[str, str]) -> None:
-        try:
-            _entry, problem = self._put(key, events, metadata)
-        except Exception as exc:  # a writer thread must not die with a traceback: the caller hears of it
-            problem = f"cache entry of {key.path} was not written ({type(exc).__name__}: {exc})"
-        if problem is not None:
-            with self._lock:
-                self._problems.append(problem)
+            self._pending.append((key, events, metadata))
+            if not self._at_exit:
+                atexit.register(self.wait)
+                self._at_exit = True
 
     def wait(self) -> None:
-        """Wait for the entries :meth:`put_behind` is writing; their problems become
-        :class:`CacheWarning` here, in the caller's thread."""
+        """Write the entries :meth:`put_behind` left (in the caller's thread); their problems
+        become :class:`CacheWarning` here, one each."""
         while True:
             with self._lock:
                 pending, self._pending = self._pending, []
-                problems, self._problems = self._problems, []
-            for problem in problems:
-                warnings.warn(problem, CacheWarning, stacklevel=2)
             if not pending:
                 return
-            for writer in pending:
-                writer.join()
+            for key, events, metadata in pending:
+                try:
+                    _entry, problem = self._put(key, events, metadata)
+                except Exception as exc:  # a cache must not end the command with a traceback
+                    problem = f"cache entry of {key.path} was not written ({type(exc).__name__}: {exc})"
+                if problem is not None:
+                    warnings.warn(problem, CacheWarning, stacklevel=2)
 
     def _put(
         self, key: SourceKey, frame: pl.DataFrame, file_metadata: Mapping[str, str]

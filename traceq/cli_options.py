@@ -238,15 +238,15 @@ def cache_of(cache_dir: Path | None, no_cache: bool) -> Cache | bool:
         raise InvalidArgumentError(f"pass {given} or --no-cache, not both")
     if no_cache:
         return False
-    # The entries of fresh imports are written behind: the command waits for them when it closes,
-    # after its output is out (a copy sent to a worker process writes its own entries at once).
+    # The entries of fresh imports are written behind: when the command closes, after its output
+    # is out (a copy sent to a worker process writes its own entries at once).
     store = Cache(cache_dir if cache_dir is not None else default_cache_dir(), verify=verify, write_behind=True)
     click.get_current_context().call_on_close(lambda: _finish_writes(store))
     return store
 
 
 def _finish_writes(store: Cache) -> None:
-    """Wait for the entries ``store`` writes behind; their problems as one warning line each."""
+    """Write the entries ``store`` left behind; their problems as one warning line each."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CacheWarning)
         store.wait()
