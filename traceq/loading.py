@@ -198,7 +198,7 @@ def load_file(
         return cached
     trace = _from_result(read_file(path, fmt, max_inflate_ratio=max_inflate_ratio))
     if store.write_behind:
-        store.put_behind(key, trace.events, trace.file_metadata())  # the caller waits once its output is out
+        store.put_behind(key, trace.events, trace.file_metadata())  # written by store.wait(), after the output
     else:
         store.put(key, trace.events, trace.file_metadata())
     return trace

@@ -27,12 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-import numpy as np
 import polars as pl
 
 from traceq import schema
 from traceq.analyses.host_state import matching
-from traceq.analyses.launch_link import gathered, launch_link
+from traceq.analyses.launch_link import gathered, launch_link, mask_where, rows_of
 from traceq.analyses.model import DataCaveat, DeviceBreakdown, Finding, WithheldFinding
 from traceq.stats import ImportStats
 from traceq.units import device_label, pct
@@ -71,8 +70,8 @@ def work_coverage(events: pl.DataFrame) -> pl.DataFrame:
         & pl.col("correlation").is_not_null()
         & pl.col("name").is_in(matching(events.get_column("name"), KERNEL_LAUNCH_PATTERN).implode())
     )
-    calling = events.select(is_call.fill_null(False)).to_series()
-    call_rows = np.flatnonzero(calling.to_numpy()).astype(np.int64)  # (launch_link.rows_where, the mask kept)
+    calling = mask_where(events, is_call)  # (kept: the launches are counted by it below)
+    call_rows = rows_of(calling)
     # Only the calls with no activity are taken out of the table (few); the launches are counted in it.
     alone = call_rows[~launch_link(events).with_activity(call_rows)]
     unrecorded = (

@@ -101,8 +101,17 @@ def device_activity_rows(events: pl.DataFrame) -> Index:
 def rows_where(events: pl.DataFrame, keep: pl.Expr) -> Index:
     """The table rows (positions) that ``keep`` selects, in table order: the rows a
     ``filter(keep)`` of ``events`` returns."""
-    mask = events.select(keep.fill_null(False)).to_series().to_numpy()
-    return np.flatnonzero(mask).astype(np.int64)
+    return rows_of(mask_where(events, keep))
+
+
+def mask_where(events: pl.DataFrame, keep: pl.Expr) -> pl.Series:
+    """Per row of ``events``, whether ``keep`` selects it (null: not)."""
+    return events.select(keep.fill_null(False)).to_series()
+
+
+def rows_of(mask: pl.Series) -> Index:
+    """The positions of the rows a Boolean ``mask`` selects, in order."""
+    return np.flatnonzero(mask.to_numpy()).astype(np.int64)
 
 
 def as_index(values: Index) -> pl.Series:
@@ -385,5 +394,7 @@ __all__ = [
     "gathered",
     "launch_link",
     "launching_calls",
+    "mask_where",
+    "rows_of",
     "rows_where",
 ]

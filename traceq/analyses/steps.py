@@ -41,7 +41,12 @@ def compile_step_pattern(pattern: str) -> str:
     return regex
 
 
-ON_GPU: Final = pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null()
+def on_gpu(kinds: tuple[str, ...]) -> pl.Expr:
+    """The rows of ``kinds`` on a device: what :func:`gpu_rows_of` keeps."""
+    return pl.col("kind").is_in(kinds) & pl.col("device").is_not_null()
+
+
+ON_GPU: Final = on_gpu(schema.GPU_ACTIVITY_KINDS)
 """The GPU activity rows on a device: what :func:`gpu_rows` keeps."""
 
 
@@ -121,8 +126,7 @@ def gpu_rows(events: pl.DataFrame, *columns: str) -> pl.DataFrame:
 def gpu_rows_of(events: pl.DataFrame, kinds: tuple[str, ...], *columns: str) -> pl.DataFrame:
     """:func:`gpu_rows` of only the given ``kinds`` (for instance just the kernels)."""
     wanted = list(dict.fromkeys((*DEVICE_KEY, *columns)))
-    on_gpu = pl.col("kind").is_in(kinds) & pl.col("device").is_not_null()
-    return events.lazy().filter(on_gpu).select(wanted).collect()
+    return events.lazy().filter(on_gpu(kinds)).select(wanted).collect()
 
 
 def only_dev(devs: pl.Series) -> int | None:

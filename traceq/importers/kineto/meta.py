@@ -84,7 +84,7 @@ def event_facts(events: pl.DataFrame, flows: pl.DataFrame) -> EventFacts:
     (``flows``: the flow events, which :class:`~traceq.importers.kineto.compact.FlowSplit` kept apart)."""
     # Lazy queries: the eager ones allocate far more than these small answers need.
     lazy = events.lazy()
-    both = pl.concat([events.lazy().select("cat", "stream_tid"), flows.lazy().select("cat", "stream_tid")])
+    both = pl.concat([lazy.select("cat", "stream_tid"), flows.lazy().select("cat", "stream_tid")])
     names = (
         lazy.filter(
             (pl.col("ph") == "M")
