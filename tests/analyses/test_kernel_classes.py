@@ -14,6 +14,7 @@ from traceq.analyses.kernel_classes import (
     classify_kernel,
     classify_kernels,
     kernel_class_expr,
+    names_in_classes,
     with_kernel_class,
 )
 
@@ -128,3 +129,33 @@ def test_no_kernels_get_an_empty_categorical_class_column(names: pl.DataType) ->
     got = with_kernel_class(rows)
     assert got.columns == ["name", "is_comm", "i", "kernel_class"]
     assert got.height == 0 and got.schema["kernel_class"] == pl.Categorical
+
+
+@pytest.mark.parametrize("names", [pl.Categorical, pl.String])
+@pytest.mark.parametrize("classes", [MEMORY_BOUND_CLASSES, MATH_CLASSES, frozenset({"gemm", "softmax"})])
+def test_a_rows_class_is_among_some_classes_when_its_name_is_among_their_names_and_it_is_not_comm(
+    names: pl.DataType, classes: frozenset[str]
+) -> None:
+    """What the regimes read without a class per row, against each row's class: a name both comm and
+    not, a comm-looking name not flagged, null names and flags (a null flag is not comm)."""
+    rows = pl.DataFrame(
+        {
+            "name": [
+                *("volta_sgemm_128x64", "ncclKernel_AllReduce", None, "volta_sgemm_128x64", None, "softmax_fwd"),
+                *("ncclKernel_AllReduce", "my_custom_kernel", "softmax_fwd"),
+            ],
+            "is_comm": [False, True, True, True, None, None, False, None, True],
+        },
+        schema_overrides={"name": names},
+    )
+    chosen = names_in_classes(rows.get_column("name"), classes)
+    got = rows.select((~pl.col("is_comm").fill_null(False) & pl.col("name").is_in(chosen.implode())).fill_null(False))
+    want = with_kernel_class(rows).get_column("kernel_class").cast(pl.String).is_in(sorted(classes))
+    assert got.to_series().to_list() == want.to_list()
+    assert any(want) and not all(want)
+
+
+@pytest.mark.parametrize("asked", ["comm", "other"])
+def test_the_flags_class_and_the_null_names_class_cannot_be_asked_for_by_names(asked: str) -> None:
+    with pytest.raises(ValueError, match="flag"):
+        names_in_classes(pl.Series(["my_custom_kernel"]), {"gemm", asked})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from unittest import mock
 
 import numpy as np
 import polars as pl
@@ -10,8 +11,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from traceq import intervals as iv
+from traceq.analyses import phases as phases_module
 from traceq.analyses.model import CAUSES
-from traceq.analyses.phases import _EMPTY, NO_PHASE, _device_phases, _innermost, _paint
+from traceq.analyses.phases import _EMPTY, NO_PHASE, _device_phases, _innermost, _paint, _sum_by_key
 from traceq.analyses.regimes import Busy
 from traceq.api import phases
 
@@ -50,6 +52,25 @@ def test_each_point_gets_the_largest_key_of_the_intervals_containing_it(
     at = np.array(sorted(points), np.int64)
     got = _innermost(at, start, end, key)
     want = [max((int(k) for s, e, k in zip(start, end, key, strict=True) if s <= p < e), default=_EMPTY) for p in at]
+    assert got.tolist() == want
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    st.lists(st.tuples(st.integers(-2, 5), st.integers(1, 40), st.integers(0, 10**12)), max_size=30),
+    st.sampled_from([0, 4096]),
+)
+def test_lengths_are_summed_by_key_whether_or_not_runs_are_summed_first(
+    runs: list[tuple[int, int, int]], run_sum_min: int
+) -> None:
+    """Brute force: keys come in runs (as a phase's kernels do) or alone; _EMPTY is left out.  With
+    the threshold at 0 every input of more than one key is looked at for runs."""
+    key = np.repeat(np.array([k for k, _, _ in runs], np.int64), [n for _, n, _ in runs])
+    rng = np.random.default_rng(len(key))
+    lengths = rng.integers(0, max((x for _, _, x in runs), default=1) + 1, len(key)).astype(np.int64)
+    with mock.patch.object(phases_module, "_RUN_SUM_MIN", run_sum_min):
+        got = _sum_by_key(key, lengths, 7)
+    want = [sum(int(x) for k, x in zip(key, lengths, strict=True) if k == slot - 1) for slot in range(7)]
     assert got.tolist() == want
 
 

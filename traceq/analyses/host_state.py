@@ -218,10 +218,13 @@ def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
         schema={"source": pl.String, "pid": pl.Int64, "tid": pl.Int64},
     ).with_row_index("_thread")
     thread, arrays = _wanted_rows(rows, want)
-    order = np.argsort(thread, kind="stable")  # (each thread's rows stay in table order)
-    bounds = np.searchsorted(thread[order], np.arange(len(wanted) + 1))
-    found = [i for i in range(len(wanted)) if bounds[i] < bounds[i + 1]]
-    found.sort(key=lambda i: order[bounds[i]])  # (threads in the order their first rows come)
+    if len(thread) and thread.min() == thread.max():  # one thread's rows (often all of them): no sort
+        found, order, bounds = [int(thread[0])], np.zeros(0, np.int64), np.zeros(0, np.int64)
+    else:
+        order = np.argsort(thread, kind="stable")  # (each thread's rows stay in table order)
+        bounds = np.searchsorted(thread[order], np.arange(len(wanted) + 1))
+        found = [i for i in range(len(wanted)) if bounds[i] < bounds[i + 1]]
+        found.sort(key=lambda i: order[bounds[i]])  # (threads in the order their first rows come)
     states: dict[ThreadKey, ThreadState] = {}
     empty = iv.Intervals.empty()
     for i in found:

@@ -21,6 +21,7 @@ with polars (Rust ``regex`` syntax: no look-around).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final
 
 import polars as pl
@@ -122,6 +123,18 @@ def with_kernel_class(kernels: pl.DataFrame) -> pl.DataFrame:
         lookup.get_column("_pair"), lookup.get_column("kernel_class"), return_dtype=pl.Categorical
     )
     return kernels.with_columns(found.alias("kernel_class"))
+
+
+def names_in_classes(names: pl.Series, classes: Collection[str]) -> pl.Series:
+    """The distinct ``names`` (Categorical or String) that a kernel not flagged as communication
+    with that name is classed as one of ``classes`` (Strings): a row is of those classes exactly
+    when its ``is_comm`` is not true and its name is among them, read without a class per row.
+    Neither ``comm`` (a flag's class, not a name's) nor ``other`` (a null name's too) can be asked for."""
+    if {"comm", "other"} & set(classes):
+        raise ValueError("names_in_classes: 'comm' is read from the flag and 'other' from null names too")
+    distinct = names.unique().cast(pl.String).drop_nulls()
+    frame = pl.DataFrame({"name": distinct}).with_columns(kernel_class_expr(comm=pl.lit(False)))
+    return frame.filter(pl.col("kernel_class").is_in(sorted(classes))).get_column("name")
 
 
 def classify_kernels(names: pl.Series) -> pl.Series:

@@ -60,6 +60,8 @@ PHASE_COLUMNS: Final = (
 _THREAD: Final = ("source", "pid", "tid")
 _NONE: Final = -1
 _EMPTY: Final = -2
+_RUN_SUM_MIN: Final = 4096
+"""Keys from which :func:`_sum_by_key` looks for runs (below it, counting each is as quick)."""
 
 
 def phase_ranges(cpu: pl.DataFrame, step_pattern: str, patterns: Sequence[str] = ()) -> pl.DataFrame:
@@ -212,8 +214,11 @@ def _device_phases(
     breaks = [win.start_ns, win.end_ns]
     breaks += [f.get_column(c).to_numpy() for f in (gaps, ranges) for c in ("start_ns", "end_ns")]
     breaks += [x for c in causes.values() for x in (c.start_ns, c.end_ns)]
-    compute = (a_start[~a_comm], a_end[~a_comm], a_key[~a_comm])
-    comm = (a_start[a_comm], a_end[a_comm], a_key[a_comm])
+    if a_comm.any():
+        apart = ~a_comm
+        compute, comm = (a_start[apart], a_end[apart], a_key[apart]), (a_start[a_comm], a_end[a_comm], a_key[a_comm])
+    else:  # (no copies of a device's millions of compute activities)
+        compute, comm = (a_start, a_end, a_key), (a_start[:0], a_end[:0], a_key[:0])
     if not painted and _apart(*compute[:2]) and _apart(*comm[:2]):
         compute_merged = iv.merge(iv.Intervals._trusted(*compute[:2])) if merged is None else merged.compute
         every_merged = iv.merge(iv.Intervals._trusted(a_start, a_end)) if merged is None else merged.every
@@ -371,9 +376,17 @@ def _innermost(points: np.ndarray, start: np.ndarray, end: np.ndarray, key: np.n
 
 
 def _sum_by_key(key: np.ndarray, lengths: np.ndarray, n_keys: int) -> np.ndarray:
-    """Per key + 1, the summed ``lengths`` of the segments with that key (:data:`_EMPTY` left out)."""
-    keep = key != _EMPTY
-    return np.bincount(key[keep] + 1, weights=lengths[keep], minlength=n_keys)[:n_keys].astype(np.int64)
+    """Per key + 1, the summed ``lengths`` of the segments with that key (:data:`_EMPTY` left out).
+
+    Activities in start order come in runs of one phase key (a phase launches many kernels): where
+    the runs are few, each run is summed first (exactly, in int64) and only the runs are counted."""
+    if len(key) > _RUN_SUM_MIN:
+        first = np.flatnonzero(key[1:] != key[:-1]) + 1
+        if len(first) < len(key) // 4:
+            first = np.concatenate(([0], first))
+            key, lengths = key[first], np.add.reduceat(lengths, first)
+    # _EMPTY (-2) lands in bin 0, which is dropped.
+    return np.bincount(key + 2, weights=lengths, minlength=n_keys + 1)[1 : n_keys + 1].astype(np.int64)
 
 
 def phase_breakdowns(table: pl.DataFrame) -> tuple[PhaseBreakdown, ...]:

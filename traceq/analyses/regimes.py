@@ -35,7 +35,7 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.host_state import matching
-from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES, with_kernel_class
+from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES, names_in_classes
 from traceq.analyses.model import REGIME_VERDICTS, Regime
 from traceq.analyses.steps import only_dev
 from traceq.sorted_search import is_sorted
@@ -147,10 +147,16 @@ class _Rows:
 
     @classmethod
     def of(cls, activity: pl.DataFrame) -> _Rows:
-        classes = with_kernel_class(activity.select("name", "is_comm")).get_column("kernel_class")
+        names = activity.get_column("name").unique()  # (each class's names are found once per name)
         flags = activity.select(
             (pl.col("kind") == "kernel").fill_null(False).alias("kernel"),
             (~pl.col("is_comm")).fill_null(False).alias("not_comm"),
+            *(
+                (~pl.col("is_comm").fill_null(False) & pl.col("name").is_in(names_in_classes(names, c).implode()))
+                .fill_null(False)
+                .alias(alias)
+                for alias, c in (("memory", MEMORY_BOUND_CLASSES), ("math", MATH_CLASSES))
+            ),
         )
         devs = activity.get_column("dev")
         return cls(
@@ -160,8 +166,8 @@ class _Rows:
             correlation=activity.get_column("correlation"),
             kernel=flags.get_column("kernel").to_numpy(),
             not_comm=flags.get_column("not_comm").to_numpy(),
-            memory_class=classes.is_in(sorted(MEMORY_BOUND_CLASSES)).fill_null(False).to_numpy(),
-            math_class=classes.is_in(sorted(MATH_CLASSES)).fill_null(False).to_numpy(),
+            memory_class=flags.get_column("memory").to_numpy(),
+            math_class=flags.get_column("math").to_numpy(),
         )
 
     def on(self, dev: int) -> BoolArray:
