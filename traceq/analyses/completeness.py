@@ -65,10 +65,13 @@ def work_coverage(events: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.len().cast(pl.Int64).alias("activities"), pl.col("start_ns").max().alias("last_ns"))
         .collect()
     )
+    is_api = pl.col("kind") == "cuda_api"
+    # (the API calls' names alone: a third of the time of every row's)
+    api_names = events.lazy().select(pl.col("name").filter(is_api).unique()).collect().to_series()
     is_call = (
-        (pl.col("kind") == "cuda_api")
+        is_api
         & pl.col("correlation").is_not_null()
-        & pl.col("name").is_in(matching(events.get_column("name"), KERNEL_LAUNCH_PATTERN).implode())
+        & pl.col("name").is_in(matching(api_names, KERNEL_LAUNCH_PATTERN).implode())
     )
     calling = mask_where(events, is_call)  # (kept: the launches are counted by it below)
     call_rows = rows_of(calling)
