@@ -111,7 +111,7 @@ def mask_where(events: pl.DataFrame, keep: pl.Expr) -> pl.Series:
 
 def rows_of(mask: pl.Series) -> Index:
     """The positions of the rows a Boolean ``mask`` selects, in order."""
-    return np.flatnonzero(mask.to_numpy()).astype(np.int64)
+    return np.flatnonzero(mask.to_numpy()).astype(np.int64, copy=False)  # (intp: int64 already, not copied)
 
 
 def as_index(values: Index) -> pl.Series:
