@@ -157,14 +157,14 @@ def summarise_part(
     totals: tuple[DeviceTotals, ...] = ()
     rankings: dict[str, tuple[tuple[float, int], ...]] = {rule.id: () for rule in RANKED_RULES}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-coverage") as pool:
-        coverage = pool.submit(coverage_rows, events)  # (beside the rankings: it reads only the events)
+        beside = pool.submit(_read_of_events, events)  # (beside the rankings: it reads only the events)
         if analysis.devices:
             ctx = build_context(events, analysis)
             totals = ctx.devices
             rankings = {
                 rule.id: tuple((share, d.dev) for share, d in ranking(ctx, rule.cost_ns)) for rule in RANKED_RULES
             }
-    comm = events.filter((pl.col("kind") == "kernel") & pl.col("is_comm") & pl.col("device").is_not_null())
+    coverage, comm = beside.result()
     gap_table = analysis.gap_table
     return PartSummary(
         sources=sources,
@@ -177,11 +177,18 @@ def summarise_part(
         kernel_totals=analysis.kernel_totals,
         totals=totals,
         rankings=rankings,
-        comm_kernels=comm.select(COMM_COLUMNS),
-        coverage=coverage.result(),
+        comm_kernels=comm,
+        coverage=coverage,
         operator_table=analysis.operator_table,
         phases=analysis.phases,
     )
+
+
+def _read_of_events(events: pl.DataFrame) -> tuple[tuple[CoverageRow, ...], pl.DataFrame]:
+    """What a part's summary reads of its events alone: the work coverage, and the communication
+    kernels (:data:`COMM_COLUMNS`)."""
+    is_comm = (pl.col("kind") == "kernel") & pl.col("is_comm") & pl.col("device").is_not_null()
+    return coverage_rows(events), events.lazy().filter(is_comm).select(COMM_COLUMNS).collect()
 
 
 @dataclass(frozen=True)
