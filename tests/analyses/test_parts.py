@@ -93,9 +93,9 @@ def test_round_two_reuses_round_ones_analysis_of_the_same_part_and_reports_the_s
     real = parts.analyze_flagged
     calls: list[int] = []
 
-    def counting(events: pl.DataFrame, options: Options) -> Any:
+    def counting(events: pl.DataFrame, options: Options, **spare: Any) -> Any:
         calls.append(events.height)
-        return real(events, options)
+        return real(events, options, **spare)
 
     monkeypatch.setattr(parts, "analyze_flagged", counting)
     reused = traceq.report(loaded).to_dict()

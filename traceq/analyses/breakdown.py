@@ -14,7 +14,7 @@ t_step = t_compute + t_comm,exposed + t_idle).  Device totals are sums over its 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ from traceq import intervals as iv
 from traceq.analyses.attribution import Attribution, attribute
 from traceq.analyses.chunks import with_columns_like
 from traceq.analyses.comm import comm_kernel_stats, with_comm_flags
+from traceq.analyses.deferred import Deferred, run_all
 from traceq.analyses.host_calls import steady_call_counts
 from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled, sync_calls
 from traceq.analyses.idle import launches_by_device
@@ -59,9 +60,11 @@ def analyze(events: pl.DataFrame, options: Options | None = None) -> Analysis:
     return analyze_flagged(with_comm_flags(events, options), options)
 
 
-def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
+def analyze_flagged(events: pl.DataFrame, options: Options, *, spare: Sequence[Deferred[Any]] = ()) -> Analysis:
     """:func:`analyze` of ``events`` whose ``is_comm`` already follows ``options`` (a job's parts flag
-    their table once and read it several times)."""
+    their table once and read it several times).  ``spare``: the caller's work that does not read the
+    analysis, run by whichever of the two threads runs out of its own first (all of it done when this
+    returns; :mod:`traceq.analyses.deferred`)."""
     with _worker() as pool:
         # A second thread: first the launch link (it reads only the table), beside the devices, the
         # CPU rows and the step windows; then what does not wait for the idle attribution -- each
@@ -83,6 +86,7 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
         gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
         table_args = (keyed, windows, gap_rows, attributed.causes, device_table, unions)
         phased = pool.submit(_phase_table, *table_args)  # (queued: the second thread's if it is free first)
+        pool.submit(run_all, spare)  # (then the spare work, shared with this thread below)
         totals = kernel_totals(events)
         steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
         regime = regimes(activity, steady, attributed.causes, gap_rows, launches, unions, device_table.height)
@@ -96,7 +100,9 @@ def analyze_flagged(events: pl.DataFrame, options: Options) -> Analysis:
             launches=launched,
             syncs=synced,
         )
-        phase_rows = _phase_table(*table_args) if phased.cancel() else phased.result()  # (not begun: here)
+        phase_rows = _phase_table(*table_args) if phased.cancel() else None  # (not begun: here)
+        run_all(spare)  # (what the second thread has not begun)
+        phase_rows = phased.result() if phase_rows is None else phase_rows
         operator_rows = operators.result()
     info = device_table.select("dev", "rank", "pid", "device", "source")
     gap_rows = gap_rows.drop("thread")

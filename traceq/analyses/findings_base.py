@@ -26,6 +26,7 @@ import polars as pl
 from traceq import intervals as iv
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.kernel_classes import with_kernel_class
+from traceq.analyses.memo import per_frame
 from traceq.analyses.model import Analysis, DeviceRef, Evidence, Finding, Mfu, Regime
 from traceq.analyses.steps import devices as device_table
 from traceq.analyses.steps import gpu_rows_of, with_dev
@@ -161,14 +162,13 @@ def build_context(
             )
         )
     on_device = table.select("dev", *key)
-    kernels = with_dev(gpu_rows_of(events, ("kernel",), "start_ns", "end_ns", "name", "is_comm", "correlation"), table)
     gaps = _in_steady(analysis.gap_table.join(on_device, on=key, how="inner", nulls_equal=True), windows)
     return FindingContext(
         events=events,
         analysis=analysis,
         devices=tuple(infos),
         windows=windows,
-        kernels=_kernels(kernels, windows),
+        kernels=_in_step_windows(classified_kernels(events), windows),
         gaps=gaps,
         mfu=mfu,
         job=job,
@@ -189,10 +189,15 @@ def _in_steady(gaps: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     return gaps.with_columns(pl.Series("in_steps_ns", inside, dtype=pl.Int64))
 
 
-def _kernels(kernels: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
-    """The kernel rows with their class and time inside step windows, sorted by dev and start."""
+@per_frame
+def classified_kernels(events: pl.DataFrame) -> pl.DataFrame:
+    """The kernels on a device with their class: dev, name, start_ns, end_ns, dur_ns, is_comm,
+    correlation, kernel_class; sorted by dev and start.  Computed once per event table: they do not
+    read the analysis, so a part's summary has them made while the analysis runs
+    (:func:`~traceq.analyses.breakdown.analyze_flagged`'s spare work) and its context reads them."""
+    kernels = gpu_rows_of(events, ("kernel",), "start_ns", "end_ns", "name", "is_comm", "correlation")
     # Classified per distinct (name, is_comm), not per row: a kernel is comm as the breakdown counts it.
-    kernels = with_kernel_class(kernels)
+    kernels = with_kernel_class(with_dev(kernels, device_table(events)))
     rows = kernels.select(
         "dev",
         "name",
@@ -203,7 +208,11 @@ def _kernels(kernels: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
         "correlation",
         "kernel_class",
     )
-    rows = _sorted_by_dev_and_start(rows)
+    return _sorted_by_dev_and_start(rows)
+
+
+def _in_step_windows(rows: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """:func:`classified_kernels` ``rows`` with ``in_steps_ns``, their time inside ``windows``."""
     in_steps = np.zeros(rows.height, np.int64)
     devs = rows.get_column("dev").to_numpy()
     spans = iv.Intervals.from_frame(rows)

@@ -32,7 +32,6 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -45,8 +44,9 @@ from traceq.analyses.breakdown import analyze_flagged
 from traceq.analyses.collectives import compute_activity, wait_covered_ns
 from traceq.analyses.comm import with_comm_flags
 from traceq.analyses.completeness import CoverageRow, coverage_rows
+from traceq.analyses.deferred import Deferred
 from traceq.analyses.findings import JOB_RULES, RANKED_RULES, rank_findings
-from traceq.analyses.findings_base import DeviceTotals, Ranking, WorstDevice, build_context, ranking
+from traceq.analyses.findings_base import DeviceTotals, Ranking, WorstDevice, build_context, classified_kernels, ranking
 from traceq.analyses.host_state import CPU_KINDS
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, Mfu, PhaseBreakdown, StepBreakdown
@@ -152,19 +152,17 @@ def summarise_part(
     """Summarise one part (its event table, ranks already assigned) for :func:`merge_parts`."""
     raw = events
     events = with_comm_flags(events, options)
-    analysis = analyze_flagged(events, options)
+    # (what reads only the events is done by whichever analysis thread is free first)
+    read = Deferred(_read_of_events, events)
+    analysis = analyze_flagged(events, options, spare=(read, Deferred(classified_kernels, events)))
     _KEPT.keep(raw, options, events, analysis)
     totals: tuple[DeviceTotals, ...] = ()
     rankings: dict[str, tuple[tuple[float, int], ...]] = {rule.id: () for rule in RANKED_RULES}
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="traceq-coverage") as pool:
-        beside = pool.submit(_read_of_events, events)  # (beside the rankings: it reads only the events)
-        if analysis.devices:
-            ctx = build_context(events, analysis)
-            totals = ctx.devices
-            rankings = {
-                rule.id: tuple((share, d.dev) for share, d in ranking(ctx, rule.cost_ns)) for rule in RANKED_RULES
-            }
-    coverage, comm = beside.result()
+    if analysis.devices:
+        ctx = build_context(events, analysis)
+        totals = ctx.devices
+        rankings = {rule.id: tuple((share, d.dev) for share, d in ranking(ctx, rule.cost_ns)) for rule in RANKED_RULES}
+    coverage, comm = read.result()
     gap_table = analysis.gap_table
     return PartSummary(
         sources=sources,
