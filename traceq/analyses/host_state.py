@@ -218,17 +218,9 @@ def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
         schema={"source": pl.String, "pid": pl.Int64, "tid": pl.Int64},
     ).with_row_index("_thread")
     thread, arrays = _wanted_rows(rows, want)
-    if len(thread) and thread.min() == thread.max():  # one thread's rows (often all of them): no sort
-        found, order, bounds = [int(thread[0])], np.zeros(0, np.int64), np.zeros(0, np.int64)
-    else:
-        order = np.argsort(thread, kind="stable")  # (each thread's rows stay in table order)
-        bounds = np.searchsorted(thread[order], np.arange(len(wanted) + 1))
-        found = [i for i in range(len(wanted)) if bounds[i] < bounds[i + 1]]
-        found.sort(key=lambda i: order[bounds[i]])  # (threads in the order their first rows come)
     states: dict[ThreadKey, ThreadState] = {}
     empty = iv.Intervals.empty()
-    for i in found:
-        mask = order[bounds[i] : bounds[i + 1]] if len(found) > 1 else slice(None)
+    for i, mask in _rows_by_thread(thread, len(wanted)):
         start, end = arrays["start_ns"][mask], arrays["end_ns"][mask]
         sync, loader, compiling, step = (arrays[c][mask] for c in ("_sync", "_loader", "_compile", "_step"))
         states[wanted[i]] = ThreadState(
@@ -241,6 +233,19 @@ def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
     for key in wanted:
         states.setdefault(key, ThreadState(empty, empty, empty, empty, empty))
     return HostState(threads=states, loader_by_thread=loader_by_thread)
+
+
+def _rows_by_thread(thread: np.ndarray, n_threads: int) -> list[tuple[int, np.ndarray | slice]]:
+    """Each thread (0 to ``n_threads`` - 1) that has rows in ``thread`` (each row's thread), in the
+    order their first rows come, with its rows in table order: every row, uncopied, where one
+    thread has them all (the usual case: no sort)."""
+    if len(thread) and thread.min() == thread.max():
+        return [(int(thread[0]), slice(None))]
+    order = np.argsort(thread, kind="stable")  # (each thread's rows stay in table order)
+    bounds = np.searchsorted(thread[order], np.arange(n_threads + 1))
+    found = [i for i in range(n_threads) if bounds[i] < bounds[i + 1]]
+    found.sort(key=lambda i: order[bounds[i]])
+    return [(i, order[bounds[i] : bounds[i + 1]]) for i in found]
 
 
 _THREAD: Final = ("source", "pid", "tid")
