@@ -26,12 +26,13 @@ import polars as pl
 from traceq import intervals as iv
 from traceq.analyses.attribution import Attribution, attribute
 from traceq.analyses.chunks import with_columns_like
+from traceq.analyses.column_arrays import column_array, known_arrays, selected
 from traceq.analyses.comm import comm_kernel_stats, with_comm_flags
 from traceq.analyses.deferred import Deferred, run_all
 from traceq.analyses.host_calls import steady_call_counts
 from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled, sync_calls
 from traceq.analyses.idle import launches_by_device
-from traceq.analyses.launch_link import as_index, device_activity_rows, launch_link, launching_calls
+from traceq.analyses.launch_link import NONE, as_index, device_activity_rows, launch_link, launching_calls
 from traceq.analyses.model import (
     CAUSES,
     Analysis,
@@ -238,12 +239,12 @@ def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
     :func:`~traceq.analyses.host_state.cpu_rows`, null without one; :mod:`traceq.analyses.launch_link`)."""
     link = launch_link(events)
     slots = link.slot[device_activity_rows(events)]
+    calls = link.calls_at(slots)
     keyed = with_columns_like(
-        gpu_rows(events, *ACTIVITY_COLUMNS),
-        pl.Series("slot", slots, dtype=pl.Int64),
-        as_index(link.calls_at(slots)).alias("call"),
+        gpu_rows(events, *ACTIVITY_COLUMNS), pl.Series("slot", slots, dtype=pl.Int64), as_index(calls).alias("call")
     )
-    return with_dev(keyed, device_table)
+    # (read back as arrays by the phases: the calls as they were made, NONE for none)
+    return with_dev(known_arrays(keyed, {("call", NONE): calls.astype(np.int64, copy=False)}), device_table)
 
 
 def _measure_windows(
@@ -256,7 +257,7 @@ def _measure_windows(
     gap_in_steps = np.zeros(gap_rows.height, np.int64)
     gap_dev = gap_rows.get_column("dev").to_numpy()
     gap_iv = iv.Intervals.from_frame(gap_rows)
-    activity_by_dev = _by_dev(activity.select("dev", "start_ns", "end_ns", "is_comm"), n_devices)
+    activity_by_dev = _by_dev(selected(activity, "dev", "start_ns", "end_ns", "is_comm"), n_devices)
     windows_by_dev = _by_dev(windows, n_devices)
     empty = iv.Intervals.empty()
     unions: dict[int, Busy] = {}
@@ -264,8 +265,8 @@ def _measure_windows(
         acts = activity_by_dev[dev]
         win_frame = windows_by_dev[dev]
         win = iv.Intervals.from_frame(win_frame)
-        comm_mask = acts.get_column("is_comm").to_numpy()
-        all_iv = iv.Intervals.from_frame(acts)
+        comm_mask = column_array(acts, "is_comm")
+        all_iv = iv.Intervals(column_array(acts, "start_ns"), column_array(acts, "end_ns"))
         comm = iv.merge(iv.Intervals(all_iv.start_ns[comm_mask], all_iv.end_ns[comm_mask]))
         compute = iv.merge(iv.Intervals(all_iv.start_ns[~comm_mask], all_iv.end_ns[~comm_mask]))
         busy = iv.merge(all_iv)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceq.analyses.column_arrays import Arrays, derived_from, known_arrays
+
 
 def column_like(frame: pl.DataFrame, column: pl.Series) -> pl.Series:
     """``column`` (one value per row of ``frame``) cut into the chunks of ``frame``'s first column."""
@@ -32,7 +34,11 @@ def column_like(frame: pl.DataFrame, column: pl.Series) -> pl.Series:
 
 
 def with_columns_like(frame: pl.DataFrame, *columns: pl.Series) -> pl.DataFrame:
-    """``frame`` with ``columns`` added (or replaced, by name) at the end, each cut into its chunks."""
+    """``frame`` with ``columns`` added (or replaced, by name) at the end, each cut into its chunks.
+
+    The frame returned reads ``frame``'s NumPy arrays of its other columns
+    (:func:`~traceq.analyses.column_arrays.column_array`), and each numeric column added in one
+    chunk without nulls by the view of its values (no copy is made of it to read it back)."""
     out = frame.clone()  # (a shallow copy: insert_column and replace_column work in place)
     for column in columns:
         cut = column_like(frame, column)
@@ -40,7 +46,14 @@ def with_columns_like(frame: pl.DataFrame, *columns: pl.Series) -> pl.DataFrame:
             out.replace_column(out.columns.index(column.name), cut)
         else:
             out.insert_column(out.width, cut)
-    return out
+    added = {column.name for column in columns}
+    derived_from(out, frame, [name for name in frame.columns if name not in added])
+    views: Arrays = {
+        (column.name, None): column.to_numpy()  # (a view: one chunk, no nulls)
+        for column in columns
+        if column.n_chunks() == 1 and not column.null_count() and column.dtype.is_numeric()
+    }
+    return known_arrays(out, views) if views else out
 
 
 __all__ = ["column_like", "with_columns_like"]

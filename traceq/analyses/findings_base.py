@@ -24,12 +24,13 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
+from traceq.analyses.column_arrays import column_array
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.kernel_classes import with_kernel_class
 from traceq.analyses.memo import per_frame
 from traceq.analyses.model import Analysis, DeviceRef, Evidence, Finding, Mfu, Regime
 from traceq.analyses.steps import devices as device_table
-from traceq.analyses.steps import gpu_rows_of, with_dev
+from traceq.analyses.steps import gpu_rows_of, only_dev, with_dev
 from traceq.sorted_search import is_sorted
 from traceq.units import capitalised, device_label, format_share
 
@@ -214,13 +215,14 @@ def classified_kernels(events: pl.DataFrame) -> pl.DataFrame:
 def _in_step_windows(rows: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """:func:`classified_kernels` ``rows`` with ``in_steps_ns``, their time inside ``windows``."""
     in_steps = np.zeros(rows.height, np.int64)
-    devs = rows.get_column("dev").to_numpy()
-    spans = iv.Intervals.from_frame(rows)
+    one = only_dev(rows.get_column("dev"))
+    devs = None if one is not None else column_array(rows, "dev")
+    spans = iv.Intervals(column_array(rows, "start_ns"), column_array(rows, "end_ns"))
     for (dev,), win in windows.partition_by("dev", as_dict=True).items():
-        on_dev = devs == dev
-        if on_dev.all():  # (one device: every row, neither copied nor written back through a mask)
+        if dev == one:  # (one device: every row, neither copied nor written back through a mask)
             in_steps = iv.overlap_with_windows(spans, iv.Intervals.from_frame(win))
-        else:
+        elif devs is not None:
+            on_dev = devs == dev
             chosen = iv.Intervals(spans.start_ns[on_dev], spans.end_ns[on_dev])
             in_steps[on_dev] = iv.overlap_with_windows(chosen, iv.Intervals.from_frame(win))
     return rows.with_columns(pl.Series("in_steps_ns", in_steps, dtype=pl.Int64))
@@ -229,10 +231,10 @@ def _in_step_windows(rows: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
 def _sorted_by_dev_and_start(rows: pl.DataFrame) -> pl.DataFrame:
     """``rows`` in start order within each device: as they are when they came in event order
     (the usual case, checked in one pass per device), else sorted by dev, then start."""
-    devs = rows.get_column("dev").to_numpy()
-    starts = rows.get_column("start_ns").to_numpy()
-    if devs.size < 2 or is_sorted(starts):
+    starts = column_array(rows, "start_ns")  # (read again by the context: _in_step_windows)
+    if starts.size < 2 or is_sorted(starts):
         return rows
+    devs = rows.get_column("dev").to_numpy()
     order = np.argsort(devs.astype(np.uint16) if devs.max() < 1 << 16 else devs, kind="stable")  # radix
     devs, starts = devs[order], starts[order]
     if np.all((starts[1:] >= starts[:-1]) | (devs[1:] != devs[:-1])):

@@ -28,6 +28,7 @@ import polars as pl
 
 from traceq import intervals as iv
 from traceq.analyses.asof import join_asof_by, latest_at_or_before
+from traceq.analyses.column_arrays import column_array
 from traceq.analyses.launch_link import NONE, LaunchLink, as_index, gathered
 from traceq.analyses.steps import only_dev
 
@@ -46,9 +47,9 @@ def idle_intervals(activity: pl.DataFrame, windows: pl.DataFrame, n_devices: int
     Columns: dev (UInt32), start_ns, end_ns, dur_ns; sorted by dev, start_ns.
     """
     one = only_dev(activity.get_column("dev"))
-    devs = None if one is not None else activity.get_column("dev").to_numpy()
-    starts = activity.get_column("start_ns").to_numpy()
-    ends = activity.get_column("end_ns").to_numpy()
+    devs = None if one is not None else column_array(activity, "dev")
+    starts = column_array(activity, "start_ns")
+    ends = column_array(activity, "end_ns")
     win_dev = windows.get_column("dev").to_numpy()
     win_start = windows.get_column("start_ns").to_numpy()
     win_end = windows.get_column("end_ns").to_numpy()
@@ -325,7 +326,7 @@ def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame, link: LaunchLi
     it: a Categorical), start_ns, end_ns, correlation (one row per call and device, in ``cpu``
     order).  ``cpu``: :func:`cpu_rows` of the table ``link`` was made of; ``activity``: dev and
     ``slot`` (its launch key's)."""
-    slot = activity.get_column("slot").to_numpy()
+    slot = column_array(activity, "slot")
     devs = activity.get_column("dev")
     columns = ("source", "pid", "tid", "name", "start_ns", "end_ns", "correlation")
     # Per slot, the dev of its activity; one place more, where the rows without a key write (slot

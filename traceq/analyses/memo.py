@@ -18,6 +18,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import polars as pl
 
+from traceq.analyses import column_arrays
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -27,11 +29,13 @@ _SLOTS_LOCK = threading.Lock()
 
 
 def forget() -> None:
-    """Empty every memo (the report pipeline calls this once a report is done, so that derived
-    frames do not stay in memory beside a trace that a caller keeps)."""
+    """Empty every memo, and let go of the frames' NumPy arrays (:mod:`traceq.analyses.column_arrays`):
+    the report pipeline calls this once a report is done, so that derived frames do not stay in
+    memory beside a trace that a caller keeps."""
     with _SLOTS_LOCK:
         for slot in _SLOTS:
             slot.clear()
+    column_arrays.forget()
 
 
 def per_frame(fn: Callable[Concatenate[pl.DataFrame, P], R]) -> Callable[Concatenate[pl.DataFrame, P], R]:

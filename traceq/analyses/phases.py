@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
+from traceq.analyses.column_arrays import column_array, selected
 from traceq.analyses.host_state import matching
 from traceq.analyses.launch_link import NONE, LaunchingCalls
 from traceq.analyses.model import CAUSES, PhaseBreakdown
@@ -96,7 +97,7 @@ def activity_phases(calls: LaunchingCalls, activity: pl.DataFrame, ranges: pl.Da
     without one), the ``key`` of the innermost phase range open on its launching thread at its
     launch's start; :data:`_NONE` (−1) without one.  ``calls``: the table's
     :func:`~traceq.analyses.launch_link.launching_calls`."""
-    points = calls.points_of(activity.get_column("call").fill_null(NONE).to_numpy())
+    points = calls.points_of(column_array(activity, "call", NONE))
     at = calls.rows.select("_point", "source", "pid", "tid", pl.col("start_ns").alias("_t"))
     # innermost_at answers in the calls' order, and a range's key is read at its _range (a
     # position): no join, no sort.  Each look-up table ends in a _NONE that index NONE (-1) reads.
@@ -135,7 +136,7 @@ def phase_table(
     key_name = pl.concat([key_name.tail(1), key_name.head(n_keys - 1)])
     frames: list[pl.DataFrame] = []
     # (what _device_phases reads: a filter copies only these columns, and one device's are all rows)
-    narrow = activity.select("dev", "start_ns", "end_ns", "phase_key", "is_comm")
+    narrow = selected(activity, "dev", "start_ns", "end_ns", "phase_key", "is_comm")
     for dev_row in device_table.iter_rows(named=True):
         dev = int(dev_row["dev"])
         win = iv.merge(iv.Intervals.from_frame(windows.filter(pl.col("dev") == dev)))
@@ -205,10 +206,10 @@ def _device_phases(
     time is cut into segments; else (or with ``painted``, which the tests compare against) every
     segment is painted with its largest key.  ``merged``: the device's activity merged (its compute
     and all of it), which the measures of apart activities read, where the caller holds it."""
-    a_start = acts.get_column("start_ns").to_numpy()
-    a_end = acts.get_column("end_ns").to_numpy()
-    a_key = acts.get_column("phase_key").to_numpy()
-    a_comm = acts.get_column("is_comm").to_numpy()
+    a_start = column_array(acts, "start_ns")
+    a_end = column_array(acts, "end_ns")
+    a_key = column_array(acts, "phase_key")
+    a_comm = column_array(acts, "is_comm")
     # Where the idle measures can change: the windows, the gaps and phase ranges (the host's
     # phase) and the causes.
     breaks = [win.start_ns, win.end_ns]

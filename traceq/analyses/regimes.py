@@ -34,6 +34,7 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
+from traceq.analyses.column_arrays import column_array
 from traceq.analyses.host_state import matching
 from traceq.analyses.kernel_classes import MATH_CLASSES, MEMORY_BOUND_CLASSES, names_in_classes
 from traceq.analyses.model import REGIME_VERDICTS, Regime
@@ -160,9 +161,9 @@ class _Rows:
         )
         devs = activity.get_column("dev")
         return cls(
-            dev=one if (one := only_dev(devs)) is not None or devs.is_empty() else devs.to_numpy(),
-            start_ns=activity.get_column("start_ns").to_numpy(),
-            end_ns=activity.get_column("end_ns").to_numpy(),
+            dev=one if (one := only_dev(devs)) is not None or devs.is_empty() else column_array(activity, "dev"),
+            start_ns=column_array(activity, "start_ns"),
+            end_ns=column_array(activity, "end_ns"),
             correlation=activity.get_column("correlation"),
             kernel=flags.get_column("kernel").to_numpy(),
             not_comm=flags.get_column("not_comm").to_numpy(),

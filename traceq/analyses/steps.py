@@ -16,6 +16,7 @@ import polars as pl
 
 from traceq import schema
 from traceq.analyses.chunks import column_like
+from traceq.analyses.column_arrays import derived_from
 from traceq.errors import InvalidArgumentError
 
 DEVICE_KEY: Final = ("source", "pid", "device")
@@ -150,12 +151,12 @@ def with_dev(rows: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
             & pl.col("pid").eq_missing(only["pid"])
             & pl.col("device").eq_missing(only["device"])
         )
-        if not rows.select(on_it.all()).item():
-            rows = rows.filter(on_it)
-        devs = pl.repeat(only["dev"], rows.height, dtype=pl.UInt32, eager=True).alias("dev")
-        out = rows.clone()  # (shallow; a literal column would be one chunk beside rows' chunks)
-        out.insert_column(0, column_like(rows, devs))
-        return out
+        every = rows.select(on_it.all()).item()
+        chosen = rows if every else rows.filter(on_it)
+        devs = pl.repeat(only["dev"], chosen.height, dtype=pl.UInt32, eager=True).alias("dev")
+        out = chosen.clone()  # (shallow; a literal column would be one chunk beside rows' chunks)
+        out.insert_column(0, column_like(chosen, devs))
+        return derived_from(out, rows, rows.columns) if every else out  # (the same columns: same arrays)
     code = _device_code(keys) if rows.schema["source"] == pl.Categorical else None
     if code is None:
         joined = rows.join(keys, on=list(DEVICE_KEY), how="inner", nulls_equal=True, maintain_order="left")
