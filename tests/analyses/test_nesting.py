@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceq.analyses import nesting
+from traceq.analyses import memo, nesting
 from traceq.analyses.nesting import innermost_at, prepared
 
 SETTINGS = settings(deadline=None, max_examples=300)
@@ -188,3 +188,45 @@ def test_a_ranges_depth_counts_the_earlier_ranges_of_its_thread_still_open_at_it
         patch.setattr(nesting, "_depths_by_search", lambda *_: None)
         raw = ranges.select("source", "pid", "tid", "start_ns", "end_ns")
         assert prepared(raw, BY).get_column("_depth").to_list() == want
+
+
+class _Calls:
+    """What the points are made of (a table's launching calls, in the analyses)."""
+
+
+def _counting_innermost(patch: pytest.MonkeyPatch) -> list[int]:
+    asked: list[int] = []
+    real = nesting.innermost_at
+
+    def counted(ranges: pl.DataFrame, points: pl.DataFrame, by: Any) -> pl.DataFrame:
+        asked.append(points.height)
+        return real(ranges, points, by)
+
+    patch.setattr(nesting, "innermost_at", counted)
+    return asked
+
+
+def test_the_same_points_and_ranges_of_the_same_content_are_asked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operators and the phases of a trace without operators: the same ranges, in other frames
+    (other columns beside them, another row order), asked about the very same launching calls."""
+    memo.forget()
+    asked = _counting_innermost(monkeypatch)
+    ranges = _ranges([("r0.json", 1, 1, 0, 30), ("r0.json", 1, 1, 5, 9), ("r0.json", 1, 2, 3, 20)])
+    points = pl.DataFrame(
+        {"source": ["r0.json", "r0.json", "r0.json"], "pid": [1, 1, 1], "tid": [1, 1, 2], "_t": [6, 12, 4]}
+    ).with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_point"))
+    calls = _Calls()
+    first = nesting.innermost_of(ranges, points, BY, made_of=calls)
+    same = ranges.with_columns(pl.lit("x").alias("name")).reverse()
+    assert nesting.innermost_of(same, points.select("_point", *BY, "_t"), BY, made_of=calls) is first
+    assert asked == [3]
+    assert _answers(first, points) == _latest_starting_containing(ranges, points)
+    # Other points (another object), or ranges that differ in one bound: asked again, and answered.
+    other = nesting.innermost_of(ranges, points, BY, made_of=_Calls())
+    assert other is not first and asked == [3, 3]
+    moved = ranges.with_columns(pl.when(pl.col("_range") == 1).then(7).otherwise(pl.col("start_ns")).alias("start_ns"))
+    found = nesting.innermost_of(moved, points, BY, made_of=calls)
+    assert asked == [3, 3, 3] and _answers(found, points) == _latest_starting_containing(moved, points)
+    memo.forget()  # (once a report is done: nothing is kept)
+    nesting.innermost_of(moved, points, BY, made_of=calls)
+    assert asked == [3, 3, 3, 3]

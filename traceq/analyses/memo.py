@@ -38,12 +38,18 @@ def forget() -> None:
     column_arrays.forget()
 
 
+def new_slot() -> list[Any]:
+    """An empty one-slot memo's list, which :func:`forget` empties too (for a memo kept elsewhere)."""
+    slot: list[Any] = []
+    with _SLOTS_LOCK:
+        _SLOTS.append(slot)
+    return slot
+
+
 def per_frame(fn: Callable[Concatenate[pl.DataFrame, P], R]) -> Callable[Concatenate[pl.DataFrame, P], R]:
     """``fn(frame, *args)`` memoized on the frame's identity and the other arguments (one slot)."""
     lock = threading.Lock()
-    slot: list[tuple[weakref.ref[pl.DataFrame], tuple[Hashable, ...], R]] = []
-    with _SLOTS_LOCK:
-        _SLOTS.append(slot)
+    slot: list[tuple[weakref.ref[pl.DataFrame], tuple[Hashable, ...], R]] = new_slot()
 
     def memoized(frame: pl.DataFrame, /, *args: P.args, **kwargs: P.kwargs) -> R:
         key = (*args, *sorted(kwargs.items()))
@@ -59,4 +65,4 @@ def per_frame(fn: Callable[Concatenate[pl.DataFrame, P], R]) -> Callable[Concate
     return memoized
 
 
-__all__ = ["forget", "per_frame"]
+__all__ = ["forget", "new_slot", "per_frame"]

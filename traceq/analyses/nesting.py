@@ -29,6 +29,8 @@ rule runs as polars as-of joins instead; both give the same answer.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -47,6 +49,7 @@ from traceq.analyses.asof import (
     packed_latest,
 )
 from traceq.analyses.launch_link import as_index
+from traceq.analyses.memo import new_slot
 from traceq.sorted_search import searchsorted
 
 _IDX = "_range"
@@ -145,6 +148,34 @@ def innermost_at(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) 
     if failed.height:
         answered = pl.concat([answered, _latest_containing(ranges, failed, by)])
     return pts.select("_point").join(answered, on="_point", how="left", maintain_order="left")
+
+
+def innermost_of(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str], *, made_of: object) -> pl.DataFrame:
+    """:func:`innermost_at`, for ``points`` made of the object ``made_of`` (the same points, in the
+    same order, whenever it is the same object: a table's launching calls).  The last answer is
+    kept, and a caller asking about the points of the same object and ranges of the same content
+    (each ``_range``'s ``by`` columns, bounds and depth) reads it instead of asking again: on a
+    trace whose processes record no operator, their operators are their plain ranges, which are
+    the phase ranges too, so the operators and the phases ask the same question of every launch."""
+    key = (tuple(by), points.height, ranges.select(_IDX, *by, "start_ns", "end_ns", "_depth").sort(_IDX))
+    with _LAST_LOCK:
+        if _LAST and _LAST[0][0]() is made_of and _same_key(_LAST[0][1], key):
+            return _LAST[0][2]
+    found = innermost_at(ranges, points, by)
+    with _LAST_LOCK:
+        _LAST[:] = [(weakref.ref(made_of), key, found)]
+    return found
+
+
+_LAST: Final[list[tuple[weakref.ref[object], tuple[tuple[str, ...], int, pl.DataFrame], pl.DataFrame]]] = new_slot()
+"""The last answer of :func:`innermost_of` (emptied with the memos once a report is done)."""
+_LAST_LOCK: Final = threading.Lock()
+
+
+def _same_key(
+    kept: tuple[tuple[str, ...], int, pl.DataFrame], asked: tuple[tuple[str, ...], int, pl.DataFrame]
+) -> bool:
+    return kept[:2] == asked[:2] and kept[2].schema == asked[2].schema and kept[2].equals(asked[2])
 
 
 def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame | None:

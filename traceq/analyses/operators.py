@@ -40,7 +40,7 @@ from traceq.analyses.launch_link import (
     launching_calls,
 )
 from traceq.analyses.memo import per_frame
-from traceq.analyses.nesting import innermost_at, paths, prepared
+from traceq.analyses.nesting import innermost_at, innermost_of, paths, prepared
 from traceq.analyses.options import DEFAULT_STEP_PATTERN
 from traceq.analyses.steps import compile_step_pattern
 
@@ -258,7 +258,7 @@ def _chosen_ranges(ops: pl.DataFrame, launching: LaunchingCalls) -> pl.DataFrame
     points = calls.select(
         "source", "pid", pl.col("launch_tid").alias("tid"), "_point", pl.col("launch_start_ns").alias("_t")
     )
-    enclosing = innermost_at(ops, points, _THREAD)
+    enclosing = innermost_of(ops, points, _THREAD, made_of=launching)  # (the phases ask it too)
     # External id: the latest-starting cpu_op of the process with the launch's id, where it is open
     # at the launch on the launching thread (some traces reuse ids: then the enclosing op).
     by_id = (

@@ -33,7 +33,7 @@ from traceq.analyses.column_arrays import column_array, selected
 from traceq.analyses.host_state import matching
 from traceq.analyses.launch_link import NONE, LaunchingCalls
 from traceq.analyses.model import CAUSES, PhaseBreakdown
-from traceq.analyses.nesting import innermost_at, prepared
+from traceq.analyses.nesting import innermost_of, prepared
 from traceq.analyses.operators import DEFAULT_MODULE_PATTERN, OPERATOR_RANGE_PATTERN
 from traceq.analyses.regimes import Busy
 from traceq.analyses.steps import compile_step_pattern
@@ -99,9 +99,10 @@ def activity_phases(calls: LaunchingCalls, activity: pl.DataFrame, ranges: pl.Da
     :func:`~traceq.analyses.launch_link.launching_calls`."""
     points = calls.points_of(column_array(activity, "call", NONE))
     at = calls.rows.select("_point", "source", "pid", "tid", pl.col("start_ns").alias("_t"))
-    # innermost_at answers in the calls' order, and a range's key is read at its _range (a
+    # innermost_of answers in the calls' order, and a range's key is read at its _range (a
     # position): no join, no sort.  Each look-up table ends in a _NONE that index NONE (-1) reads.
-    found = innermost_at(ranges, at, _THREAD).get_column("_range").cast(pl.Int64).fill_null(NONE).to_numpy()
+    innermost = innermost_of(ranges, at, _THREAD, made_of=calls).get_column("_range")
+    found = innermost.cast(pl.Int64).fill_null(NONE).to_numpy()
     key_of_range = np.full(ranges.height + 1, _NONE, np.int64)
     key_of_range[ranges.get_column("_range").to_numpy()] = ranges.get_column("key").to_numpy()
     per_call = np.append(key_of_range[found], _NONE)
