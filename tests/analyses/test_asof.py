@@ -114,3 +114,14 @@ def test_groups_are_numbered_in_key_order_over_the_ranges_groups() -> None:
     assert numbered is not None
     assert numbered[0].tolist() == [2, 0, 1] and numbered[1].tolist() == [0, 1, -1]
     assert group_numbers(ranges.with_columns(pl.col("a").cast(pl.String)), points, ["a"]) is None
+
+
+def test_a_column_of_one_value_splits_nothing_unless_a_query_holds_another() -> None:
+    ranges = pl.DataFrame({"a": [4, 4, 4], "b": [7, 7, 5]})
+    same = group_numbers(ranges, pl.DataFrame({"a": [4, 4], "b": [5, 7]}), ["a", "b"])
+    assert same is not None and same[0].tolist() == [1, 1, 0] and same[1].tolist() == [0, 1]
+    # A query of another a, or of a b beside the one value, is in no group of the ranges.
+    other = group_numbers(ranges, pl.DataFrame({"a": [4, 3, 5], "b": [7, 7, 7]}), ["a", "b"])
+    assert other is not None and other[0].tolist() == [1, 1, 0] and other[1].tolist() == [1, -1, -1]
+    empty = group_numbers(ranges.head(0), pl.DataFrame({"a": [4], "b": [7]}), ["a", "b"])
+    assert empty is not None and empty[0].tolist() == [] and empty[1].tolist() == [-1]

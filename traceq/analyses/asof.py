@@ -97,10 +97,12 @@ def group_numbers(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[s
     query_group = np.zeros(queries.height, np.int64)
     span = 1
     for column in by:
-        columns = (reference.get_column(column), queries.get_column(column))
-        if any(not c.dtype.is_integer() or c.null_count() for c in columns):
+        if any(not c.dtype.is_integer() or c.null_count() for c in (reference[column], queries[column])):
             return None
-        if _one_value(*columns):
+    single = _single_values(reference, queries, by)
+    for column in by:
+        columns = (reference.get_column(column), queries.get_column(column))
+        if column in single:
             continue  # one value everywhere: it splits nothing
         in_reference, in_queries = (c.cast(pl.Int64).to_numpy() for c in columns)
         values = _sorted_distinct(columns[0])
@@ -121,12 +123,25 @@ def group_numbers(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[s
     return np.searchsorted(numbers, reference_group), np.where(known, dense, -1)
 
 
-def _one_value(reference: pl.Series, queries: pl.Series) -> bool:
-    """Whether the reference holds one value (at least one row) and every query holds it too."""
-    low = reference.min()
-    return bool(
-        reference.len() and low == reference.max() and (queries.is_empty() or queries.min() == queries.max() == low)
-    )
+def _single_values(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[str]) -> set[str]:
+    """The ``by`` columns (null-free) whose reference holds one value (at least one row) that every
+    query holds too: a min and a max of each column, in one query per frame."""
+    if reference.is_empty():
+        return set()
+    held = _bounds(reference, by)
+    one = [c for c, (low, high) in held.items() if low == high]
+    if not one or queries.is_empty():
+        return set(one)
+    asked = _bounds(queries, one)
+    return {c for c in one if asked[c] == held[c]}
+
+
+def _bounds(frame: pl.DataFrame, columns: Sequence[str]) -> dict[str, tuple[Any, Any]]:
+    """Each of ``columns``' (min, max), in one query (the columns' passes run side by side)."""
+    lows = [pl.col(c).min().alias(f"min {c}") for c in columns]
+    highs = [pl.col(c).max().alias(f"max {c}") for c in columns]
+    row = frame.lazy().select(*lows, *highs).collect().row(0, named=True)
+    return {c: (row[f"min {c}"], row[f"max {c}"]) for c in columns}
 
 
 def _sorted_distinct(values: pl.Series) -> Array:
@@ -164,9 +179,10 @@ def packed_latest(right_group: Array, right_t: Array, left_group: Array, left_t:
         return np.full(len(left_t), -1, np.int64)
     low = min(int(right_t.min()), int(left_t.min()))
     width = max(int(right_t.max()), int(left_t.max())) - low + 1
-    if (int(max(right_group.max(), left_group.max())) + 1) * width >= PACKED_LIMIT:
+    top = int(max(right_group.max(), left_group.max()))
+    if (top + 1) * width >= PACKED_LIMIT:
         return None
-    packed = right_group * width + (right_t - low)
+    packed = right_t - low if top == 0 else right_group * width + (right_t - low)  # (one group: no product)
     order = None if is_sorted(packed) else np.argsort(packed, kind="stable")
     if order is not None:
         packed = packed[order]

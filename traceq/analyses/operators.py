@@ -220,7 +220,9 @@ def _operator_ranges(cpu: pl.DataFrame, step_pattern: str, *, with_paths: bool =
     """The operator ranges (:func:`prepared`, by thread) with their ``_path`` (``with_paths``):
     every ``cpu_op``; in a process without one, its operator-named ranges, or without those its
     ranges other than step and module ranges."""
-    cpu = cpu.filter(pl.col("kind").is_in(("cpu_op", "range")))  # (one pass over every CPU row)
+    # (one pass over every CPU row, of one column, and only the columns read below of the rows kept)
+    columns = (*_THREAD, "kind", "name", "start_ns", "end_ns", "external_id")
+    cpu = cpu.lazy().filter(pl.col("kind").is_in(("cpu_op", "range"))).select(columns).collect()
     names = cpu.get_column("name").unique()  # (once: each pattern below is matched against these)
     steps = matching(names, compile_step_pattern(step_pattern))
     module_names = matching(names, DEFAULT_MODULE_PATTERN)

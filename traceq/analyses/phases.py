@@ -70,20 +70,21 @@ def phase_ranges(cpu: pl.DataFrame, step_pattern: str, patterns: Sequence[str] =
     name (String), start_ns, end_ns, with ``_range``/``_depth`` (:func:`~traceq.analyses.nesting.prepared`)
     and ``key`` (Int64): the range's place in (start, end descending) order, so that of two open
     ranges the one with the larger key is the innermost."""
-    names = cpu.get_column("name").unique()  # (once: each pattern below is matched against these)
+    kinds = ("range", "cpu_op", "python", "other") if patterns else ("range",)
+    # (one pass over the CPU rows, of one column: the launching calls are most of them)
+    rows = cpu.lazy().filter(pl.col("kind").is_in(kinds)).select(*_THREAD, "name", "start_ns", "end_ns").collect()
+    names = rows.get_column("name").unique()  # (once: each pattern below is matched against these)
     steps = matching(names, compile_step_pattern(step_pattern))
     if patterns:
         wanted = pl.concat([matching(names, p) for p in patterns]).unique()
-        kinds: tuple[str, ...] = ("range", "cpu_op", "python", "other")
     else:
         excluded = pl.concat([matching(names, OPERATOR_RANGE_PATTERN), matching(names, DEFAULT_MODULE_PATTERN)])
         wanted = names.cast(pl.String)
         wanted = wanted.filter(~wanted.is_in(excluded.implode()))
-        kinds = ("range",)
     name = pl.col("name").cast(pl.String)
-    chosen = cpu.filter(
-        pl.col("kind").is_in(kinds) & pl.col("name").is_in(wanted.implode()) & ~pl.col("name").is_in(steps.implode())
-    ).select(*_THREAD, name, "start_ns", "end_ns")
+    chosen = rows.filter(pl.col("name").is_in(wanted.implode()) & ~pl.col("name").is_in(steps.implode())).select(
+        *_THREAD, name, "start_ns", "end_ns"
+    )
     table = prepared(chosen, _THREAD)
     order = table.select("_range", "start_ns", "end_ns").sort(
         ["start_ns", "end_ns", "_range"], descending=[False, True, False]
