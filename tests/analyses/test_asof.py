@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceq.analyses.asof import group_numbers, integer_groups, join_asof_by, join_by, latest_at_or_before
+from traceq.analyses.asof import (
+    group_numbers,
+    integer_groups,
+    join_asof_by,
+    join_by,
+    latest_at_or_before,
+    packed_latest,
+)
 
 SETTINGS = settings(deadline=None, max_examples=200)
 
@@ -125,3 +133,28 @@ def test_a_column_of_one_value_splits_nothing_unless_a_query_holds_another() -> 
     assert other is not None and other[0].tolist() == [1, 1, 0] and other[1].tolist() == [1, -1, -1]
     empty = group_numbers(ranges.head(0), pl.DataFrame({"a": [4], "b": [7]}), ["a", "b"])
     assert empty is not None and empty[0].tolist() == [] and empty[1].tolist() == [-1]
+
+
+@SETTINGS
+@given(
+    right=st.lists(st.integers(0, 30), max_size=12).map(sorted),
+    left=st.lists(st.tuples(st.sampled_from([0, 0, -1]), st.integers(-2, 33)), max_size=10),
+    shuffled=st.booleans(),
+)
+def test_one_groups_search_finds_the_last_right_entry_at_or_before_each_time(
+    right: list[int], left: list[tuple[int, int]], shuffled: bool
+) -> None:
+    """One group (its times the keys, searched as they are where they come in order) against the
+    definition: the last right entry, in the right entries' order, at or before the left time."""
+    right_t = np.array(right[::-1] if shuffled else right, np.int64)
+    left_group = np.array([g for g, _ in left], np.int64)
+    left_t = np.array([t for _, t in left], np.int64)
+    found = packed_latest(np.zeros(len(right_t), np.int64), right_t, left_group, left_t)
+    assert found is not None
+    want = [
+        max((j for j, r in enumerate(right_t.tolist()) if r <= t), key=lambda j: (right_t[j], j), default=-1)
+        if g == 0
+        else -1
+        for g, t in left
+    ]
+    assert found.tolist() == want

@@ -182,7 +182,10 @@ def packed_latest(right_group: Array, right_t: Array, left_group: Array, left_t:
     top = int(max(right_group.max(), left_group.max()))
     if (top + 1) * width >= PACKED_LIMIT:
         return None
-    packed = right_t - low if top == 0 else right_group * width + (right_t - low)  # (one group: no product)
+    if top == 0 and is_sorted(right_t):  # one group in time order: its times are the keys, no array is packed
+        at = searchsorted(right_t, left_t, "right") - 1
+        return np.where((left_group >= 0) & (at >= 0), at, -1)
+    packed = right_group * width + (right_t - low)
     order = None if is_sorted(packed) else np.argsort(packed, kind="stable")
     if order is not None:
         packed = packed[order]
