@@ -227,29 +227,35 @@ def _operator_ranges(cpu: pl.DataFrame, step_pattern: str, *, with_paths: bool =
     steps = matching(names, compile_step_pattern(step_pattern))
     module_names = matching(names, DEFAULT_MODULE_PATTERN)
     op_names = matching(names, OPERATOR_RANGE_PATTERN)
-    with_ops = cpu.filter(pl.col("kind") == "cpu_op").select("source", "pid").unique()
+    cpu_ops = cpu.filter(pl.col("kind") == "cpu_op")
+    with_ops = cpu_ops.select("source", "pid").unique()
     name = pl.col("name")  # (is_in reads the Categorical as it is: no String per row)
-    ranges = cpu.filter((pl.col("kind") == "range") & ~name.is_in(pl.concat([steps, module_names]).implode())).join(
-        with_ops, on=["source", "pid"], how="anti", nulls_equal=True
-    )
+    ranges = cpu.filter((pl.col("kind") == "range") & ~name.is_in(pl.concat([steps, module_names]).implode()))
+    if not with_ops.is_empty():  # (joins of millions of ranges only where they change something)
+        ranges = ranges.join(with_ops, on=["source", "pid"], how="anti", nulls_equal=True)
     # A process whose ranges name operators (emit_nvtx) has those as its operators; one whose
     # ranges do not, its innermost range (what nsys projects GPU work onto).
     is_op = name.is_in(op_names.implode())
-    named_ops = ranges.filter(is_op).select("source", "pid").unique()
-    ranges = pl.concat(
-        [
-            ranges.join(named_ops, on=["source", "pid"], how="semi", nulls_equal=True).filter(is_op),
-            ranges.join(named_ops, on=["source", "pid"], how="anti", nulls_equal=True),
-        ]
+    named_ops = ranges.lazy().filter(is_op).select("source", "pid").unique().collect()
+    if named_ops.height and named_ops.height == ranges.lazy().select("source", "pid").unique().collect().height:
+        ranges = ranges.filter(is_op)  # (every process names its operators)
+    elif named_ops.height:
+        ranges = pl.concat(
+            [
+                ranges.join(named_ops, on=["source", "pid"], how="semi", nulls_equal=True).filter(is_op),
+                ranges.join(named_ops, on=["source", "pid"], how="anti", nulls_equal=True),
+            ]
+        )
+    chosen = (pl.concat([cpu_ops, ranges]) if cpu_ops.height else ranges).select(
+        *_THREAD, "name", "start_ns", "end_ns", "external_id"
     )
-    chosen = pl.concat([cpu.filter(pl.col("kind") == "cpu_op"), ranges]).select(
-        *_THREAD,
-        pl.col("name").cast(pl.String).str.replace(NVTX_OP_ARGUMENTS, ""),
-        "start_ns",
-        "end_ns",
-        "external_id",
+    # An emit_nvtx range's name without its arguments, as a String, stripped once per distinct name
+    # and after the sort (a real trace's 2.2 M operator ranges hold 17 k names: 0.30 s per row).
+    distinct = names.drop_nulls()
+    stripped = distinct.cast(pl.String).str.replace(NVTX_OP_ARGUMENTS, "")
+    table = prepared(chosen, _THREAD).with_columns(
+        pl.col("name").replace_strict(distinct, stripped, default=None, return_dtype=pl.String)
     )
-    table = prepared(chosen, _THREAD)
     return table.join(paths(table, _THREAD, "name"), on="_range", how="left") if with_paths else table
 
 
