@@ -236,6 +236,19 @@ def test_merge_is_normalised_and_covers_the_same_ns(x: Intervals) -> None:
 
 
 @SETTINGS
+@given(interval_sets, st.data())
+def test_where_keeps_the_flagged_intervals_in_their_order(x: Intervals, data: st.DataObject) -> None:
+    flags = data.draw(st.lists(st.booleans(), min_size=len(x), max_size=len(x)))
+    got = x.where(np.array(flags, dtype=np.bool_))
+    assert pairs_of(got) == [pair for pair, keep in zip(pairs_of(x), flags, strict=True) if keep]
+
+
+def test_where_refuses_a_mask_of_another_length() -> None:
+    with pytest.raises(ValueError, match=r"a mask of shape \(1,\) for 2 intervals"):
+        iv((0, 5), (7, 9)).where(np.array([True]))
+
+
+@SETTINGS
 @given(interval_sets)
 def test_merge_does_not_depend_on_input_order(x: Intervals) -> None:
     by_start = np.argsort(x.start_ns, kind="stable")  # exercises the no-sort path

@@ -57,3 +57,14 @@ def test_an_eager_filter_of_the_result_leaves_the_columns_chunked_alike() -> Non
     assert _chunk_lengths(apart.filter(pl.col("a") >= 0)) == {(12,)}
     alike = with_columns_like(frame, pl.Series("c", range(12)))
     assert _chunk_lengths(alike.filter(pl.col("a") >= 0)) == {(4, 4, 4)}
+
+
+def test_a_literal_column_in_front_does_not_set_the_cuts() -> None:
+    """A literal column (one value for every row: a one-device frame's key) is one chunk that lines
+    up with any other; the added column is cut like the chunked columns, so none is copied."""
+    frame = _chunked([4, 4, 4]).select(pl.lit("gpu0").alias("key"), pl.all())
+    assert frame.get_column("key").n_chunks() == 1
+    got = with_columns_like(frame, pl.Series("c", range(12)))
+    assert got.get_column("c").chunk_lengths() == [4, 4, 4]
+    assert got.equals(frame.with_columns(pl.Series("c", range(12))))
+    assert got.filter(pl.col("a") >= 0).get_column("a").chunk_lengths() == [4, 4, 4]

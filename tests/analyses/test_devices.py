@@ -7,8 +7,10 @@ is grouped.  Both ways give the same row for a device.
 from __future__ import annotations
 
 import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
 
-from traceq.analyses.steps import devices
+from traceq.analyses.steps import DEVICE_KEY, devices, gpu_rows, gpu_rows_of
 
 from ..builders import api, kernel, memcpy, memset, table
 
@@ -49,3 +51,29 @@ def test_a_table_without_gpu_activity_has_no_devices() -> None:
     got = devices(table(api("cudaMalloc", 0, 5)))
     assert got.is_empty()
     assert got.columns == COLUMNS
+
+
+def _filtered(events: pl.DataFrame, kinds: tuple[str, ...], *columns: str) -> pl.DataFrame:
+    """The definition of gpu_rows_of: the rows of ``kinds`` with a device, the key then ``columns``."""
+    keep = pl.col("kind").is_in(kinds) & pl.col("device").is_not_null()
+    return events.filter(keep).select(*dict.fromkeys((*DEVICE_KEY, *columns)))
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        _gpu0(),  # one device (its key a literal column in the rows)
+        [{**r, "pid": None} for r in _gpu0()],  # one device of a process without a pid
+        [*_gpu0(), kernel(5, 60, device=1)],  # two devices
+        [api("cudaMalloc", 0, 5)],  # none
+    ],
+    ids=["one device", "one device, null pid", "two devices", "no device"],
+)
+@pytest.mark.parametrize("kinds", [("kernel",), ("kernel", "memcpy", "memset")])
+@pytest.mark.parametrize("columns", [("start_ns", "name"), ("device",), ()])
+def test_gpu_rows_are_the_rows_of_their_kinds_on_a_device(
+    rows: list[dict[str, object]], kinds: tuple[str, ...], columns: tuple[str, ...]
+) -> None:
+    events = table(*rows)
+    assert_frame_equal(gpu_rows_of(events, kinds, *columns), _filtered(events, kinds, *columns))
+    assert_frame_equal(gpu_rows(events, *columns), _filtered(events, ("kernel", "memcpy", "memset"), *columns))

@@ -49,6 +49,31 @@ def test_several_sources_give_the_defined_rows() -> None:
     assert got.get_column("source").unique().sort().to_list() == ["/runs/rank0.json", "/runs/rank1.json"]
 
 
+@pytest.mark.parametrize(
+    ("pids", "external_ids"),
+    [
+        ((100, 100, 100), (None, None, None)),  # one process, no external ids (an nsys export): both literal
+        ((100, 100, 100), (7, 7, 7)),  # one id in every row
+        ((100, 200, 100), (None, 5, None)),  # neither constant
+        ((100, 100, 200), (5, 5, 6)),
+    ],
+)
+def test_columns_with_one_value_in_every_row_give_the_defined_rows(
+    pids: tuple[int, int, int], external_ids: tuple[int | None, int | None, int | None]
+) -> None:
+    """A column constant over the whole table (a literal column in the rows) reads as the definition."""
+    rows = [
+        {**api("cudaLaunchKernel", 10 * i, 10 * i + 5, corr=i, pid=pid), "external_id": ext}
+        for i, (pid, ext) in enumerate(zip(pids, external_ids, strict=True))
+    ]
+    events = table(*rows, kernel(40, 50, corr=0, pid=pids[0]))
+    got = cpu_rows(events)
+    assert_frame_equal(got, reference(events))
+    assert got.get_column("pid").to_list() == list(pids)
+    assert got.get_column("external_id").to_list() == list(external_ids)
+    assert_frame_equal(got[[2, 0]], reference(events)[[2, 0]])  # (and rows gathered from them)
+
+
 @pytest.mark.parametrize("rows", [(), (kernel(0, 10, corr=1),)], ids=["empty table", "no CPU row"])
 def test_a_table_without_cpu_rows_gives_none_with_the_same_columns(rows: tuple[dict[str, object], ...]) -> None:
     events = table(*rows)

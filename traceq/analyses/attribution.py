@@ -60,9 +60,9 @@ class Attribution:
 def attribute(
     cpu: pl.DataFrame,
     activity: pl.DataFrame,
+    busy: Mapping[int, iv.Intervals],
     windows: pl.DataFrame,
     launches: pl.DataFrame,
-    n_devices: int,
     *,
     step_pattern: str,
 ) -> Attribution:
@@ -70,7 +70,8 @@ def attribute(
 
     ``cpu``: the CPU events, labelled (:func:`traceq.analyses.host_state.labelled`); ``activity``:
     the GPU rows with their ``dev`` (dev, source, pid, name, kind, stream, correlation, start_ns,
-    end_ns); ``windows``: the step windows (dev, start_ns, end_ns); ``launches``: every launching
+    end_ns); ``busy``: each dev's activity merged (a dev of the device table with no activity: none
+    or empty); ``windows``: the step windows (dev, start_ns, end_ns); ``launches``: every launching
     call by device (:func:`traceq.analyses.idle.launches_by_device`).
 
     Columns of ``Attribution.gaps``, one row per idle interval, sorted by dev and start: dev,
@@ -83,7 +84,7 @@ def attribute(
     one).
     """
     step_names = _step_names(cpu, step_pattern)
-    facts = with_neighbours(idle_intervals(activity, windows, n_devices), activity)
+    facts = with_neighbours(idle_intervals(activity, busy, windows), activity)
     facts = with_launches(facts, cpu)
     facts = with_enclosing_ops(facts, cpu, step_names)
     facts = with_draining_syncs(facts, sync_calls(cpu), launches)

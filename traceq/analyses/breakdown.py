@@ -81,9 +81,11 @@ def analyze_flagged(events: pl.DataFrame, options: Options, *, spare: Sequence[D
         keyed = pool.submit(_phase_keys, events, options, cpu, activity)
         operators = pool.submit(_operators, events, options, cpu, device_table)
         launches = launches_by_device(cpu, activity, link)
-        attributed = attribute(cpu, activity, windows, launches, device_table.height, step_pattern=options.step_pattern)
+        unions = _unions(activity, device_table.height)
+        busy = {dev: union.every for dev, union in unions.items()}
+        attributed = attribute(cpu, activity, busy, windows, launches, step_pattern=options.step_pattern)
         gap_rows = attributed.gaps
-        step_rows, gap_in_steps, unions = _measure_windows(activity, windows, attributed, device_table.height)
+        step_rows, gap_in_steps = _measure_windows(windows, attributed, unions, device_table.height)
         gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
         table_args = (keyed, windows, gap_rows, attributed.causes, device_table, unions)
         phased = pool.submit(_phase_table, *table_args)  # (queued: the second thread's if it is free first)
@@ -247,30 +249,40 @@ def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
     return with_dev(known_arrays(keyed, {("call", NONE): calls.astype(np.int64, copy=False)}), device_table)
 
 
+def _unions(activity: pl.DataFrame, n_devices: int) -> dict[int, Busy]:
+    """Per dev, its activity merged: compute, communication and all of it, each merged once (the
+    idle intervals, the window measures, the regimes and the phase table read them)."""
+    activity_by_dev = _by_dev(selected(activity, "dev", "start_ns", "end_ns", "is_comm"), n_devices)
+    unions: dict[int, Busy] = {}
+    for dev in range(n_devices):
+        acts = activity_by_dev[dev]
+        comm_mask = column_array(acts, "is_comm")
+        all_iv = iv.Intervals(column_array(acts, "start_ns"), column_array(acts, "end_ns"))
+        busy = iv.merge(all_iv)
+        if not comm_mask.any():  # (no communication, as on one GPU: the compute is all of it)
+            unions[dev] = Busy(compute=busy, comm=iv.Intervals.empty(), every=busy)
+            continue
+        comm, compute = iv.merge(all_iv.where(comm_mask)), iv.merge(all_iv.where(~comm_mask))
+        unions[dev] = Busy(compute=compute, comm=comm, every=busy)
+    return unions
+
+
 def _measure_windows(
-    activity: pl.DataFrame, windows: pl.DataFrame, attributed: Attribution, n_devices: int
-) -> tuple[pl.DataFrame, np.ndarray[Any, np.dtype[np.int64]], dict[int, Busy]]:
-    """Per-window measures (vectorised per device), per gap its ns inside step windows, and per
-    dev its merged compute and communication activity (which the regimes read too)."""
+    windows: pl.DataFrame, attributed: Attribution, unions: Mapping[int, Busy], n_devices: int
+) -> tuple[pl.DataFrame, np.ndarray[Any, np.dtype[np.int64]]]:
+    """Per-window measures (vectorised per device) and per gap its ns inside step windows, from
+    each dev's merged activity (:func:`_unions`)."""
     gap_rows = attributed.gaps
     window_parts: list[pl.DataFrame] = []
     gap_in_steps = np.zeros(gap_rows.height, np.int64)
     gap_dev = gap_rows.get_column("dev").to_numpy()
     gap_iv = iv.Intervals.from_frame(gap_rows)
-    activity_by_dev = _by_dev(selected(activity, "dev", "start_ns", "end_ns", "is_comm"), n_devices)
     windows_by_dev = _by_dev(windows, n_devices)
     empty = iv.Intervals.empty()
-    unions: dict[int, Busy] = {}
     for dev in range(n_devices):
-        acts = activity_by_dev[dev]
         win_frame = windows_by_dev[dev]
         win = iv.Intervals.from_frame(win_frame)
-        comm_mask = column_array(acts, "is_comm")
-        all_iv = iv.Intervals(column_array(acts, "start_ns"), column_array(acts, "end_ns"))
-        comm = iv.merge(iv.Intervals(all_iv.start_ns[comm_mask], all_iv.end_ns[comm_mask]))
-        compute = iv.merge(iv.Intervals(all_iv.start_ns[~comm_mask], all_iv.end_ns[~comm_mask]))
-        busy = iv.merge(all_iv)
-        unions[dev] = Busy(compute=compute, comm=comm, every=busy)
+        compute, comm, busy = unions[dev].compute, unions[dev].comm, unions[dev].every
         measures: dict[str, Any] = {
             "compute_ns": iv.measure_in_windows(compute, win),
             "comm_ns": iv.measure_in_windows(comm, win),
@@ -286,7 +298,7 @@ def _measure_windows(
             measures[f"idle_{cause}_ns"] = iv.measure_in_windows(causes.get(cause, empty), win)
         window_parts.append(win_frame.with_columns(pl.Series(k, v, dtype=pl.Int64) for k, v in measures.items()))
     steps = pl.concat(window_parts) if window_parts else pl.DataFrame()
-    return steps, gap_in_steps, unions
+    return steps, gap_in_steps
 
 
 def _by_dev(frame: pl.DataFrame, n_devices: int) -> dict[int, pl.DataFrame]:

@@ -17,12 +17,15 @@ from traceq.analyses.column_arrays import Arrays, derived_from, known_arrays
 
 
 def column_like(frame: pl.DataFrame, column: pl.Series) -> pl.Series:
-    """``column`` (one value per row of ``frame``) cut into the chunks of ``frame``'s first column."""
+    """``column`` (one value per row of ``frame``) cut into the chunks of ``frame``'s columns."""
     if column.len() != frame.height:
         raise ValueError(f"a column of {column.len()} values for a frame of {frame.height} rows")
     if frame.width == 0:
         return column
-    lengths = frame.to_series(0).chunk_lengths()
+    # (the most chunked column's cuts: a literal column -- one value for every row -- is one chunk
+    # that lines up with any other, and a column cut as it is would be copied whole)
+    counts = frame.n_chunks("all")
+    lengths = frame.to_series(counts.index(max(counts))).chunk_lengths()
     if len(lengths) == 1 and column.n_chunks() == 1:
         return column
     whole = column.rechunk() if column.n_chunks() > 1 else column

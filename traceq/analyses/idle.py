@@ -21,6 +21,7 @@ last.  For each idle interval ``[a, b)`` this module finds:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 import numpy as np
@@ -40,11 +41,12 @@ LAUNCH_LATENCY_QUANTILE: Final = 0.10
 launch returns, so the low end of the delays is the latency; queued work waits longer."""
 
 
-def idle_intervals(activity: pl.DataFrame, windows: pl.DataFrame, n_devices: int) -> pl.DataFrame:
+def idle_intervals(activity: pl.DataFrame, busy: Mapping[int, iv.Intervals], windows: pl.DataFrame) -> pl.DataFrame:
     """The idle intervals of every device.
 
-    ``activity`` has dev, start_ns, end_ns (GPU activity); ``windows`` dev, start_ns, end_ns.
-    Columns: dev (UInt32), start_ns, end_ns, dur_ns; sorted by dev, start_ns.
+    ``activity`` has dev, start_ns, end_ns (GPU activity); ``busy``: each dev's activity merged
+    (:func:`traceq.intervals.merge` of its rows; a dev without any: none or empty); ``windows``
+    dev, start_ns, end_ns.  Columns: dev (UInt32), start_ns, end_ns, dur_ns; sorted by dev, start_ns.
     """
     one = only_dev(activity.get_column("dev"))
     devs = None if one is not None else column_array(activity, "dev")
@@ -54,20 +56,21 @@ def idle_intervals(activity: pl.DataFrame, windows: pl.DataFrame, n_devices: int
     win_start = windows.get_column("start_ns").to_numpy()
     win_end = windows.get_column("end_ns").to_numpy()
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for dev in range(n_devices):
+    for dev, merged in sorted(busy.items()):
+        if len(merged) == 0:
+            continue
         if devs is None:  # (one device: its rows are every row, not a copy of them)
-            dev_starts, dev_ends = (starts, ends) if dev == one else (starts[:0], ends[:0])
+            if dev != one:
+                continue
+            dev_starts, dev_ends = starts, ends
         else:
             on = devs == dev
             dev_starts, dev_ends = starts[on], ends[on]
-        busy = iv.merge(iv.Intervals(dev_starts, dev_ends))
-        if len(busy) == 0:
-            continue
         on_win = win_dev == dev
         first, last = int(dev_starts.min()), int(dev_ends.max())  # zero-length activities too
         lo = int(min(first, win_start[on_win].min(initial=first)))
         hi = int(max(last, win_end[on_win].max(initial=last)))
-        idle = iv.complement(busy, lo, hi)
+        idle = iv.complement(merged, lo, hi)
         parts.append((np.full(len(idle), dev, np.uint32), idle.start_ns, idle.end_ns))
     if not parts:
         return pl.DataFrame(schema={"dev": pl.UInt32, "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64})

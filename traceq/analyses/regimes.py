@@ -179,7 +179,7 @@ class _Rows:
 
     def union(self, rows: BoolArray) -> iv.Intervals:
         """The union of the selected rows' spans."""
-        return iv.merge(iv.Intervals._trusted(self.start_ns[rows], self.end_ns[rows]))
+        return iv.merge(iv.Intervals._trusted(self.start_ns, self.end_ns).where(rows))
 
     def inside(self, rows: BoolArray, windows: iv.Intervals) -> BoolArray:
         """The selected rows that share a ns with ``windows``."""
@@ -192,7 +192,7 @@ class _Rows:
         return out
 
     def lengths_ns(self, rows: BoolArray) -> iv.Int64Array:
-        return self.end_ns[rows] - self.start_ns[rows]
+        return iv.Intervals._trusted(self.start_ns, self.end_ns).where(rows).lengths_ns()
 
 
 def _verdict(shares: Mapping[str, int], step_ns: int, t_k: int | None, t_cpu: int | None) -> str:

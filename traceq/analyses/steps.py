@@ -87,7 +87,8 @@ def _device_table(events: pl.DataFrame) -> pl.DataFrame:
     if _one_device(rows):  # the common single-GPU trace: aggregated as it is read, no rows copied out
         grouped = rows.select(*(pl.col(k).first() for k in DEVICE_KEY), *per_device).collect()
     else:
-        activity = gpu_rows(events, "rank", "kind", "start_ns", "end_ns")
+        wanted = (*DEVICE_KEY, "rank", "kind", "start_ns", "end_ns")  # (not gpu_rows: it asks for this table)
+        activity = rows.select(wanted).collect()
         code = _device_code(activity)
         if code is not None:  # one Int64 key groups faster than three columns
             keyed = activity.with_columns(code.alias("_code"))
@@ -127,7 +128,18 @@ def gpu_rows(events: pl.DataFrame, *columns: str) -> pl.DataFrame:
 def gpu_rows_of(events: pl.DataFrame, kinds: tuple[str, ...], *columns: str) -> pl.DataFrame:
     """:func:`gpu_rows` of only the given ``kinds`` (for instance just the kernels)."""
     wanted = list(dict.fromkeys((*DEVICE_KEY, *columns)))
-    return events.lazy().filter(on_gpu(kinds)).select(wanted).collect()
+    rows = events.lazy().filter(on_gpu(kinds))
+    if not set(kinds) <= set(schema.GPU_ACTIVITY_KINDS) or not set(wanted) - set(DEVICE_KEY):
+        return rows.select(wanted).collect()
+    table = devices(events)
+    if table.height != 1:
+        return rows.select(wanted).collect()
+    # One device (a one-GPU trace, one rank's part): its key is the same in every row, so it is a
+    # literal column each (a fifth of the bytes of ten million kernels' rows, never copied).
+    key = table.row(0, named=True)
+    literal = {k: pl.lit(key[k], dtype=events.schema[k]).alias(k) for k in DEVICE_KEY}
+    picked = rows.select([c for c in wanted if c not in literal]).collect()
+    return picked.select([literal.get(c, c) for c in wanted])
 
 
 def only_dev(devs: pl.Series) -> int | None:
