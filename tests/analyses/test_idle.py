@@ -1,13 +1,19 @@
 """The calls that launched work on each device (``launches_by_device``), against lists made by hand:
-a call per device it launched on, in the CPU rows' order, whichever way the table is keyed."""
+a call per device it launched on, in the CPU rows' order, whichever way the table is keyed; and
+each interval's neighbours (``with_neighbours``), against their definition read row by row."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from traceq.analyses.breakdown import _activity
 from traceq.analyses.host_state import cpu_rows
-from traceq.analyses.idle import launches_by_device
+from traceq.analyses.idle import launches_by_device, with_neighbours
 from traceq.analyses.launch_link import launch_link
 from traceq.analyses.steps import devices
 
@@ -71,3 +77,66 @@ def test_each_device_keeps_its_own_launches_when_keys_stay_on_one_device() -> No
         api("cudaEventRecord", 7, 8),
     )
     assert _launches(events) == [(1, "cudaLaunchKernel", 1, 1), (0, "cudaLaunchKernel", 3, 2)]
+
+
+def _neighbours_by_definition(intervals: pl.DataFrame, activity: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per interval, read from every activity row: the one on its device starting where it ends
+    (next) and the one ending where it begins (prev), of several the first by correlation, nulls
+    last, then in table order; source and pid from the next, else the device's first activity."""
+    rows = activity.with_row_index("_row").to_dicts()
+
+    def first(found: list[dict[str, Any]]) -> dict[str, Any] | None:
+        return min(found, key=lambda a: (a["correlation"] is None, a["correlation"] or 0, a["_row"]), default=None)
+
+    out = []
+    for gap in intervals.iter_rows(named=True):
+        on = [a for a in rows if a["dev"] == gap["dev"]]
+        nxt = first([a for a in on if a["start_ns"] == gap["end_ns"]])
+        prev = first([a for a in on if a["end_ns"] == gap["start_ns"]])
+        owner = nxt or (on[0] if on else None)
+        out.append(
+            {
+                **gap,
+                "source": None if owner is None else str(owner["source"]),
+                "pid": None if owner is None else owner["pid"],
+                **{f"next_{c}": None if nxt is None else nxt[c] for c in ("name", "kind", "stream", "correlation")},
+                **{f"next_{c}": None if nxt is None else nxt[c] for c in ("start_ns", "end_ns", "call")},
+                "prev_correlation": None if prev is None else prev["correlation"],
+                "prev_call": None if prev is None else prev["call"],
+                "kind": "trailing" if nxt is None else "leading" if prev is None else "between",
+            }
+        )
+    return out
+
+
+_SPANS = st.lists(
+    st.tuples(st.integers(0, 2), st.integers(0, 12), st.integers(0, 3), st.none() | st.integers(1, 3)),
+    min_size=1,
+    max_size=14,
+)
+
+
+@settings(deadline=None, max_examples=200)
+@given(kernels=_SPANS, data=st.data())
+def test_each_intervals_neighbours_are_the_activity_starting_at_its_end_and_ending_at_its_start(
+    kernels: list[tuple[int, int, int, int | None]], data: st.DataObject
+) -> None:
+    """Activity on up to three devices, several at one time, some without a correlation id (the
+    next and the previous one are then chosen by correlation, then table order); intervals mostly
+    bounded by the activity's own times, on its devices and beyond."""
+    events = table(*(kernel(t, t + d, corr=c, device=g) for g, t, d, c in kernels))
+    activity = _activity(events, devices(events))
+    times = sorted({*activity.get_column("start_ns"), *activity.get_column("end_ns")})
+    n_devs = activity.get_column("dev").max()
+    assert isinstance(n_devs, int)
+    time = st.sampled_from(times) | st.integers(0, 16)
+    gaps = data.draw(st.lists(st.tuples(st.integers(0, n_devs + 1), time, time), max_size=10))
+    intervals = pl.DataFrame(
+        [(dev, start, end, end - start) for dev, a, b in gaps for start, end in [sorted((a, b))]],
+        schema={"dev": pl.UInt32, "start_ns": pl.Int64, "end_ns": pl.Int64, "dur_ns": pl.Int64},
+        orient="row",
+    ).sort("dev", "start_ns")
+    got = with_neighbours(intervals, activity)
+    want = pl.DataFrame(_neighbours_by_definition(intervals, activity), schema=got.schema, orient="row")
+    assert got.columns[-1] == "kind"
+    assert_frame_equal(got, want)

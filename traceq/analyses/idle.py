@@ -22,7 +22,7 @@ last.  For each idle interval ``[a, b)`` this module finds:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import polars as pl
@@ -80,74 +80,68 @@ def idle_intervals(activity: pl.DataFrame, busy: Mapping[int, iv.Intervals], win
 
 def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataFrame:
     """``intervals`` plus the activity that ends each one (``next_*``: name, kind, stream,
-    correlation, start_ns, end_ns; ``source``, ``pid``), the correlation of the one before it
-    (``prev_correlation``) and the interval's ``kind``: ``leading`` (no activity ends where it
-    begins), ``trailing`` (none starts where it ends), else ``between``.  ``activity`` has dev,
-    source, pid, name, kind, stream, correlation, start_ns, end_ns."""
-    # (lazy: an eager filter would first copy the frame whole, its row index being chunked apart)
-    ranked = activity.lazy().select("dev", "start_ns", "end_ns", "correlation", "call").with_row_index("_row")
-    first_at = (
-        ranked.filter(pl.col("start_ns").is_in(intervals.get_column("end_ns").unique().implode()))
-        .collect()
-        .sort("dev", "start_ns", "correlation", nulls_last=True, maintain_order=True)
-        .unique(subset=["dev", "start_ns"], keep="first", maintain_order=True)
+    correlation, start_ns, end_ns, call; ``source``, ``pid``), the correlation and call of the one
+    before it (``prev_correlation``, ``prev_call``) and the interval's ``kind``: ``leading`` (no
+    activity ends where it begins), ``trailing`` (none starts where it ends), else ``between``.
+    ``activity`` has dev, source, pid, name, kind, stream, correlation, start_ns, end_ns, call.
+
+    The activity that ends an interval is the one on its device that starts where the interval
+    ends, the one before it the one that ends where it begins; of several, the first by
+    correlation (nulls last), then in table order.  An interval without a next activity takes its
+    ``source`` and ``pid`` from its device's first activity.  Each is found by binary search in the
+    device's activity times (:func:`_first_at`), and gathered by position in the intervals' order."""
+    n = intervals.height
+    next_rows, prev_rows, owner_rows = (np.full(n, NONE, np.int64) for _ in range(3))
+    one = only_dev(activity.get_column("dev"))
+    devs = None if one is not None else column_array(activity, "dev")
+    starts, ends = column_array(activity, "start_ns"), column_array(activity, "end_ns")
+    correlation = activity.get_column("correlation")
+    no_correlation = correlation.is_null().to_numpy()
+    correlations = column_array(activity, "correlation", fill_null=0)
+    gap_dev = intervals.get_column("dev").to_numpy()
+    gap_start, gap_end = intervals.get_column("start_ns").to_numpy(), intervals.get_column("end_ns").to_numpy()
+    for dev in np.unique(gap_dev).tolist():
+        rows = np.arange(starts.size if dev == one else 0) if devs is None else np.flatnonzero(devs == dev)
+        if rows.size == 0:
+            continue
+        on = np.flatnonzero(gap_dev == dev)
+        ties = (no_correlation[rows], correlations[rows])
+        next_rows[on] = _first_at(starts[rows], gap_end[on], rows, ties)
+        prev_rows[on] = _first_at(ends[rows], gap_start[on], rows, ties)
+        owner_rows[on] = rows[0]
+    kind = np.where(next_rows < 0, "trailing", np.where(prev_rows < 0, "leading", "between"))
+    at_next, at_owner, at_prev = (
+        as_index(r) for r in (next_rows, np.where(next_rows >= 0, next_rows, owner_rows), prev_rows)
     )
-    nxt = activity.select(
-        pl.col("source", "pid", "name", "kind", "stream", "correlation", "start_ns", "end_ns", "call").gather(
-            first_at.get_column("_row")
-        )
-    ).select(
-        first_at.get_column("dev"),
-        pl.col("start_ns").alias("end_ns"),
-        pl.col("source").cast(pl.String),
-        "pid",
-        pl.col("name").cast(pl.String).alias("next_name"),
-        pl.col("kind").cast(pl.String).alias("next_kind"),
-        pl.col("stream").alias("next_stream"),
-        pl.col("correlation").alias("next_correlation"),
-        pl.col("start_ns").alias("next_start_ns"),
-        pl.col("end_ns").alias("next_end_ns"),
-        pl.col("call").alias("next_call"),
+    found = activity.select(
+        pl.col("source").gather(at_owner).cast(pl.String),
+        pl.col("pid").gather(at_owner),
+        pl.col("name").gather(at_next).cast(pl.String).alias("next_name"),
+        pl.col("kind").gather(at_next).cast(pl.String).alias("next_kind"),
+        *(
+            pl.col(c).gather(at_next).alias(f"next_{c}")
+            for c in ("stream", "correlation", "start_ns", "end_ns", "call")
+        ),
+        *(pl.col(c).gather(at_prev).alias(f"prev_{c}") for c in ("correlation", "call")),
     )
-    last_at = (
-        ranked.filter(pl.col("end_ns").is_in(intervals.get_column("start_ns").unique().implode()))
-        .collect()
-        .sort("dev", "end_ns", "correlation", nulls_last=True, maintain_order=True)
-        .unique(subset=["dev", "end_ns"], keep="first", maintain_order=True)
-        .select(
-            "dev",
-            pl.col("end_ns").alias("start_ns"),
-            pl.col("correlation").alias("prev_correlation"),
-            pl.col("call").alias("prev_call"),
-            pl.lit(True).alias("_has_prev"),
-        )
-    )
-    owner = (
-        activity.select("dev", "source", "pid")
-        .unique(subset=["dev"], keep="first")
-        .select("dev", pl.col("source").cast(pl.String).alias("_source"), pl.col("pid").alias("_pid"))
-    )
-    has_next = pl.col("next_start_ns").is_not_null()
-    return (
-        intervals.with_row_index("_order")
-        .join(nxt, on=["dev", "end_ns"], how="left")
-        .join(last_at, on=["dev", "start_ns"], how="left")
-        .join(owner, on="dev", how="left")
-        .with_columns(
-            pl.col("source").fill_null(pl.col("_source")),
-            pl.col("pid").fill_null(pl.col("_pid")),
-            # leading: no activity ends where it begins; trailing: none starts where it ends
-            pl.when(~has_next)
-            .then(pl.lit("trailing"))
-            .when(pl.col("_has_prev").is_null())
-            .then(pl.lit("leading"))
-            .otherwise(pl.lit("between"))
-            .alias("kind"),
-        )
-        .drop("_source", "_pid", "_has_prev")
-        .sort("_order")
-        .drop("_order")
-    )
+    return pl.concat([intervals, found, pl.DataFrame({"kind": kind}, schema={"kind": pl.String})], how="horizontal")
+
+
+def _first_at(
+    times: iv.Int64Array, queries: iv.Int64Array, rows: np.ndarray[Any, np.dtype[np.int64]], ties: tuple[Any, Any]
+) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Per query, the row (of ``rows``: the device's activity in table order, ``times`` theirs)
+    whose time equals it, :data:`NONE` for none; of several, the first by correlation, nulls last
+    (``ties``: per row whether it has none, and its value), then in table order."""
+    order: np.ndarray[Any, np.dtype[np.intp]] | None = None
+    if not bool(np.all(times[1:] > times[:-1])):  # (in time order, no two at once: as they are)
+        no_correlation, correlations = ties
+        order = np.lexsort((np.arange(times.size), correlations, no_correlation, times))
+    by_time = times if order is None else times[order]
+    at = np.minimum(np.searchsorted(by_time, queries), by_time.size - 1)  # (the first of equal times)
+    hit = by_time[at] == queries
+    picked = at if order is None else order[at]
+    return np.where(hit, rows[picked], NONE)
 
 
 def with_launches(frame: pl.DataFrame, cpu: pl.DataFrame) -> pl.DataFrame:
