@@ -35,6 +35,7 @@ from typing import Any, Final
 import polars as pl
 
 from traceq import schema
+from traceq.analyses.longest import at_least_nth_longest
 from traceq.analyses.model import CAUSES, Analysis, DeviceBreakdown, Gap, StepBreakdown
 from traceq.analyses.timeline_cpu import TimelineSpan, cpu_spans
 from traceq.units import format_ns, shorten
@@ -247,7 +248,8 @@ def _bars(
     )
     total = rows.height
     if total > max_bars:
-        rows = rows.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("_dur")).sort(
+        longest = at_least_nth_longest(rows, max_bars, pl.col("end_ns") - pl.col("start_ns"))
+        rows = longest.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("_dur")).sort(
             ["_dur", "start_ns", "_order", "stream", "name"],
             descending=[True, False, False, False, False],
             nulls_last=False,
@@ -276,13 +278,16 @@ def _gaps(
     if gap_table.is_empty():
         return (), 0
     rows = (
-        gap_table.filter(_overlapping(start_ns, end_ns))
+        gap_table.lazy()
+        .filter(_overlapping(start_ns, end_ns))
         .with_columns(pl.col("source").cast(pl.String))
-        .join(keys, on=["source", "pid", "device"], how="inner", nulls_equal=True)
+        .join(keys.lazy(), on=["source", "pid", "device"], how="inner", nulls_equal=True)
+        .collect()
     )
     total = rows.height
     if rows.height > max_gaps:
-        rows = rows.sort(["dur_ns", "start_ns", "_order"], descending=[True, False, False]).head(max_gaps)
+        longest = at_least_nth_longest(rows, max_gaps, pl.col("dur_ns"))
+        rows = longest.sort(["dur_ns", "start_ns", "_order"], descending=[True, False, False]).head(max_gaps)
     rows = rows.sort(["_order", "start_ns"])
     gaps = tuple(
         TimelineGap(

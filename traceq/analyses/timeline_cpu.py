@@ -26,6 +26,7 @@ import polars as pl
 
 from traceq import schema
 from traceq.analyses.host_state import cpu_rows, labelled
+from traceq.analyses.longest import at_least_nth_longest
 
 SPAN_KINDS: Final = ("sync", "launch", "input", "compile", "cpu")
 """Values of :attr:`TimelineSpan.kind`: the idle cause whose colour the span is drawn in."""
@@ -60,17 +61,25 @@ def cpu_spans(
     """The spans of the launching threads of ``keys``' devices (source, pid, device, _rank,
     _order) in ``[start_ns, end_ns)``, and how many there were before downsampling."""
     near = (pl.col("start_ns") < end_ns) & (pl.col("end_ns") > start_ns)
+    # (lazy: an eager filter copies every column of the table's rows before the select)
     activity = (
-        events.filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & near & pl.col("correlation").is_not_null())
+        events.lazy()
+        .filter(pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & near & pl.col("correlation").is_not_null())
         .select(pl.col("source").cast(pl.String), "pid", "device", "correlation")
-        .join(keys, on=["source", "pid", "device"], how="inner", nulls_equal=True)
+        .join(keys.lazy(), on=["source", "pid", "device"], how="inner", nulls_equal=True)
         .unique()
+        .collect()
     )
     if activity.is_empty():
         return (), 0
     cpu = cpu_rows(events)
+    ids = activity.get_column("correlation").unique().implode()
     threads = (
-        cpu.filter(pl.col("kind") == "cuda_api")
+        # (the calls with one of the window's ids first: a few rows of millions to join)
+        cpu.lazy()
+        .filter((pl.col("kind") == "cuda_api") & pl.col("correlation").is_in(ids))
+        .select("source", "pid", "tid", "correlation")
+        .collect()
         .join(activity, on=["source", "pid", "correlation"], how="inner", nulls_equal=False)
         .group_by("source", "pid", "tid")
         .agg(pl.col("_order").min(), pl.col("device").sort_by("_order").first(), pl.col("_rank").first())
@@ -78,7 +87,10 @@ def cpu_spans(
     if threads.is_empty():
         return (), 0
     rows = labelled(
-        cpu.filter(near).join(threads, on=["source", "pid", "tid"], how="inner", nulls_equal=True),
+        cpu.lazy()
+        .filter(near)
+        .join(threads.lazy(), on=["source", "pid", "tid"], how="inner", nulls_equal=True)
+        .collect(),
         step_pattern="^$",
         input_pattern=input_pattern,
     )
@@ -113,7 +125,8 @@ def cpu_spans(
     total = rows.height
     if total > max_spans:
         rows = (
-            rows.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("_dur"))
+            at_least_nth_longest(rows, max_spans, pl.col("end_ns") - pl.col("start_ns"))
+            .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("_dur"))
             .sort(["_dur", "start_ns", "_order", "tid", "name"], descending=[True, False, False, False, False])
             .head(max_spans)
             .drop("_dur")
