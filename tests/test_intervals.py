@@ -25,7 +25,6 @@ from traceq.intervals import (
     Intervals,
     clip,
     complement,
-    distinct,
     gaps,
     gaps_by_key,
     intersect,
@@ -244,7 +243,7 @@ def test_where_keeps_the_flagged_intervals_in_their_order(x: Intervals, data: st
 
 
 def test_where_refuses_a_mask_of_another_length() -> None:
-    with pytest.raises(ValueError, match=r"a mask of shape \(1,\) for 2 intervals"):
+    with pytest.raises(InvalidArgumentError, match=r"a mask of shape \(1,\) for 2 intervals"):
         iv((0, 5), (7, 9)).where(np.array([True]))
 
 
@@ -484,18 +483,3 @@ def test_large_random_sets_agree_with_a_coverage_array() -> None:
     for w1 in (np.minimum(w0 + rng.integers(0, 5_000, w0.size), horizon), rng.integers(w0, horizon + 1)):
         expected = covered_before[w1] - covered_before[w0]
         assert np.array_equal(measure_in_windows(x, Intervals(w0, w1)), expected)
-
-
-@given(st.lists(st.integers(min_value=-(2**62), max_value=2**62), max_size=200))
-def test_distinct_is_numpys_sorted_unique(values: list[int]) -> None:
-    array = np.array(values, dtype=np.int64)
-    for runs in (False, True):  # the merge sort's answer is the same, whatever the order
-        result = distinct(array, runs=runs)
-        assert result.dtype == np.int64
-        assert np.array_equal(result, np.unique(array))
-
-
-@given(st.lists(st.lists(st.integers(min_value=-(2**62), max_value=2**62), max_size=40), max_size=6))
-def test_distinct_of_sorted_runs_is_numpys_sorted_unique(runs: list[list[int]]) -> None:
-    array = np.concatenate([np.sort(np.array(r, dtype=np.int64)) for r in runs] or [np.array([], np.int64)])
-    assert np.array_equal(distinct(array, runs=True), np.unique(array))

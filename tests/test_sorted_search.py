@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from traceq import sorted_search
-from traceq.sorted_search import COUNT_FROM, counted, is_sorted, searchsorted, searchsorted_from
+from traceq.sorted_search import COUNT_FROM, counted, distinct, is_sorted, searchsorted, searchsorted_from
 
 Side = Literal["left", "right"]
 SIDES: st.SearchStrategy[Side] = st.sampled_from(["left", "right"])
@@ -63,3 +63,18 @@ def test_a_search_from_a_lower_answer_gives_the_binary_search_answer(
     lower = np.searchsorted(array, lows, side) * np.array([keep for _, _, keep in pairs], np.intp)
     found = searchsorted_from(array, values, lower.astype(np.intp), side)
     assert found.tolist() == np.searchsorted(array, values, side).tolist()
+
+
+@given(st.lists(st.integers(min_value=-(2**62), max_value=2**62), max_size=200))
+def test_distinct_is_numpys_sorted_unique(values: list[int]) -> None:
+    array = np.array(values, dtype=np.int64)
+    for runs in (False, True):  # the merge sort's answer is the same, whatever the order
+        result = distinct(array, runs=runs)
+        assert result.dtype == np.int64
+        assert np.array_equal(result, np.unique(array))
+
+
+@given(st.lists(st.lists(st.integers(min_value=-(2**62), max_value=2**62), max_size=40), max_size=6))
+def test_distinct_of_sorted_runs_is_numpys_sorted_unique(runs: list[list[int]]) -> None:
+    array = np.concatenate([np.sort(np.array(r, dtype=np.int64)) for r in runs] or [np.array([], np.int64)])
+    assert np.array_equal(distinct(array, runs=True), np.unique(array))

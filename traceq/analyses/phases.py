@@ -37,6 +37,7 @@ from traceq.analyses.nesting import innermost_of, prepared
 from traceq.analyses.operators import DEFAULT_MODULE_PATTERN, OPERATOR_RANGE_PATTERN
 from traceq.analyses.regimes import Busy
 from traceq.analyses.steps import compile_step_pattern
+from traceq.sorted_search import distinct
 
 NO_PHASE: Final = "(no phase)"
 """The phase of work launched, and of idle time spent, outside every phase range."""
@@ -277,7 +278,7 @@ def _measured_apart(
     lo = min(int(x.min()) for x in spans if len(x))
     hi = max(int(x.max()) for x in spans if len(x))
     idle = iv.complement(every_merged, lo, hi)
-    bounds = iv.distinct(np.concatenate([idle.start_ns, idle.end_ns, *breaks]))
+    bounds = distinct(np.concatenate([idle.start_ns, idle.end_ns, *breaks]))
     seg_start, seg_end = bounds[:-1], bounds[1:]
     keep = _inside(seg_start, idle)
     idle_start = seg_start[keep]
@@ -289,7 +290,7 @@ def _measured_painted(
 ) -> _Measured:
     """:func:`_device_phases`' busy measures by painting every segment with its largest key, and
     its idle segments."""
-    bounds = iv.distinct(np.concatenate([*compute[:2], *comm[:2], *breaks]), runs=True)  # each part sorted, or nearly
+    bounds = distinct(np.concatenate([*compute[:2], *comm[:2], *breaks]), runs=True)  # each part sorted, or nearly
     seg_start, seg_end = bounds[:-1], bounds[1:]
     seg_len = np.where(_inside(seg_start, win), seg_end - seg_start, 0)
     covered_compute = _paint(bounds, *compute)
@@ -350,7 +351,7 @@ def _host_phase(points: np.ndarray, gaps: pl.DataFrame, ranges: pl.DataFrame) ->
     point_gap = np.searchsorted(g_start, points, side="right") - 1
     in_gap = (point_gap >= 0) & (points < g_end[np.maximum(point_gap, 0)])
     thread = np.where(in_gap, g_thread[np.maximum(point_gap, 0)], -1)
-    for tid in iv.distinct(thread[in_gap & (thread != -1)]):
+    for tid in distinct(thread[in_gap & (thread != -1)]):
         on = ranges.filter(pl.col("tid") == int(tid))
         mask = thread == tid
         host[mask] = np.maximum(
@@ -371,7 +372,7 @@ def _innermost(points: np.ndarray, start: np.ndarray, end: np.ndarray, key: np.n
     millions of segments), each point read in the segment that starts at or before it.  A point
     ``p`` lies in segment ``[b_j, b_j+1)``; an interval ``[s, e)`` covers that segment exactly when
     ``s <= p < e``, since both of its ends are bounds."""
-    bounds = iv.distinct(np.concatenate([start, end]))
+    bounds = distinct(np.concatenate([start, end]))
     # One more _EMPTY: a point at or past the last bound reads it, and so does one before the
     # first bound (segment -1).
     painted = np.append(_paint(bounds, start, end, key), _EMPTY)

@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
+from traceq.sorted_search import distinct
 
 OUTLIER_FACTOR: Final = 1.5
 """A leading step longer than this times the median of the later steps is warm-up."""
@@ -32,7 +33,7 @@ def with_warmup(windows: pl.DataFrame, compile_by_dev: Mapping[int, iv.Intervals
     kinds = windows.get_column("window").to_numpy()
     starts = windows.get_column("start_ns").to_numpy()
     ends = windows.get_column("end_ns").to_numpy()
-    for dev in iv.distinct(devs):
+    for dev in distinct(devs):
         at = np.flatnonzero((devs == dev) & (kinds == "steps"))
         if at.size < 2:
             continue

@@ -32,13 +32,13 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
-from traceq import intervals as iv
 from traceq.analyses import CAUSES, Analysis
 from traceq.analyses.model import Finding
 from traceq.analyses.steps import devices as device_table
 from traceq.errors import InvalidArgumentError
 from traceq.importers.kineto.normalise import kind_of_category
 from traceq.meta import SourceMeta
+from traceq.sorted_search import distinct
 
 IDLE_TID: Final = 2_000_000_001
 """The thread (in each GPU's process) of the idle track; Kineto's own tids stay below."""
@@ -255,11 +255,11 @@ def _cause_stretches(analysis: Analysis, gaps: pl.DataFrame, keys: pl.DataFrame)
             if not len(spans):
                 continue
             # Cut every stretch at each interval bound it crosses, then keep the pieces inside one.
-            bounds = iv.distinct(np.concatenate([lo, hi]))
+            bounds = distinct(np.concatenate([lo, hi]))
             cuts = np.concatenate(
                 [spans.start_ns, spans.end_ns, bounds[(bounds > spans.start_ns.min()) & (bounds < spans.end_ns.max())]]
             )
-            cuts = iv.distinct(cuts)
+            cuts = distinct(cuts)
             a, b = cuts[:-1], cuts[1:]
             mid_in_span = _covered(spans.start_ns, spans.end_ns, a)
             at = np.searchsorted(lo, a, side="right") - 1
