@@ -30,8 +30,9 @@ import polars as pl
 from traceq import intervals as iv
 from traceq.analyses.asof import join_asof_by, latest_at_or_before
 from traceq.analyses.column_arrays import column_array
-from traceq.analyses.launch_link import NONE, LaunchLink, as_index, gathered
+from traceq.analyses.launch_link import NONE, LaunchLink, as_index, gathered, rows_where
 from traceq.analyses.steps import only_dev
+from traceq.sorted_search import distinct
 
 LAUNCH_LATENCY_CAP_NS: Final = 50_000
 """A delay from a launch's return to its kernel's start above this is no launch latency."""
@@ -88,28 +89,18 @@ def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataF
     The activity that ends an interval is the one on its device that starts where the interval
     ends, the one before it the one that ends where it begins; of several, the first by
     correlation (nulls last), then in table order.  An interval without a next activity takes its
-    ``source`` and ``pid`` from its device's first activity.  Each is found by binary search in the
-    device's activity times (:func:`_first_at`), and gathered by position in the intervals' order."""
-    n = intervals.height
-    next_rows, prev_rows, owner_rows = (np.full(n, NONE, np.int64) for _ in range(3))
-    one = only_dev(activity.get_column("dev"))
-    devs = None if one is not None else column_array(activity, "dev")
-    starts, ends = column_array(activity, "start_ns"), column_array(activity, "end_ns")
-    correlation = activity.get_column("correlation")
-    no_correlation = correlation.is_null().to_numpy()
-    correlations = column_array(activity, "correlation", fill_null=0)
+    ``source`` and ``pid`` from its device's first activity.  Each is found among the activity
+    whose time is one of the intervals' (:func:`_first_at`), and gathered by position in the
+    intervals' order."""
     gap_dev = intervals.get_column("dev").to_numpy()
-    gap_start, gap_end = intervals.get_column("start_ns").to_numpy(), intervals.get_column("end_ns").to_numpy()
-    for dev in np.unique(gap_dev).tolist():
-        rows = np.arange(starts.size if dev == one else 0) if devs is None else np.flatnonzero(devs == dev)
-        if rows.size == 0:
-            continue
-        on = np.flatnonzero(gap_dev == dev)
-        ties = (no_correlation[rows], correlations[rows])
-        next_rows[on] = _first_at(starts[rows], gap_end[on], rows, ties)
-        prev_rows[on] = _first_at(ends[rows], gap_start[on], rows, ties)
-        owner_rows[on] = rows[0]
-    kind = np.where(next_rows < 0, "trailing", np.where(prev_rows < 0, "leading", "between"))
+    next_rows = _first_at(activity, "start_ns", gap_dev, intervals.get_column("end_ns").to_numpy())
+    prev_rows = _first_at(activity, "end_ns", gap_dev, intervals.get_column("start_ns").to_numpy())
+    firsts = activity.select(pl.col("dev").unique(maintain_order=True), pl.col("dev").arg_unique().alias("row"))
+    first_of = np.full(int(max(gap_dev.max(initial=0), firsts.get_column("dev").max() or 0)) + 1, NONE, np.int64)
+    first_of[firsts.get_column("dev").to_numpy()] = firsts.get_column("row").to_numpy()
+    owner_rows = first_of[gap_dev]
+    kinds = np.where(next_rows < 0, 0, np.where(prev_rows < 0, 1, 2))
+    kind = pl.Series("kind", ["trailing", "leading", "between"], dtype=pl.String).gather(kinds)
     at_next, at_owner, at_prev = (
         as_index(r) for r in (next_rows, np.where(next_rows >= 0, next_rows, owner_rows), prev_rows)
     )
@@ -124,24 +115,35 @@ def with_neighbours(intervals: pl.DataFrame, activity: pl.DataFrame) -> pl.DataF
         ),
         *(pl.col(c).gather(at_prev).alias(f"prev_{c}") for c in ("correlation", "call")),
     )
-    return pl.concat([intervals, found, pl.DataFrame({"kind": kind}, schema={"kind": pl.String})], how="horizontal")
+    return pl.concat([intervals, found, kind.to_frame()], how="horizontal")
 
 
 def _first_at(
-    times: iv.Int64Array, queries: iv.Int64Array, rows: np.ndarray[Any, np.dtype[np.int64]], ties: tuple[Any, Any]
+    activity: pl.DataFrame, column: str, devs: np.ndarray[Any, Any], queries: iv.Int64Array
 ) -> np.ndarray[Any, np.dtype[np.int64]]:
-    """Per query, the row (of ``rows``: the device's activity in table order, ``times`` theirs)
-    whose time equals it, :data:`NONE` for none; of several, the first by correlation, nulls last
-    (``ties``: per row whether it has none, and its value), then in table order."""
-    order: np.ndarray[Any, np.dtype[np.intp]] | None = None
-    if not bool(np.all(times[1:] > times[:-1])):  # (in time order, no two at once: as they are)
-        no_correlation, correlations = ties
-        order = np.lexsort((np.arange(times.size), correlations, no_correlation, times))
-    by_time = times if order is None else times[order]
-    at = np.minimum(np.searchsorted(by_time, queries), by_time.size - 1)  # (the first of equal times)
-    hit = by_time[at] == queries
-    picked = at if order is None else order[at]
-    return np.where(hit, rows[picked], NONE)
+    """Per query (a dev of ``devs`` and a time of ``queries``), the activity row on that dev whose
+    ``column`` equals the time, :data:`NONE` for none; of several, the first by correlation, nulls
+    last, then in table order.  Only the rows whose time is one of the queries' are read out of
+    the table (one in a thousand, where the GPU runs back to back)."""
+    out = np.full(queries.size, NONE, np.int64)
+    wanted = pl.Series(queries, dtype=pl.Int64).implode()
+    rows = rows_where(activity, pl.col(column).is_in(wanted))  # (in table order)
+    if rows.size == 0:
+        return out
+    found = gathered(activity, rows, "dev", column, pl.col("correlation").is_null().alias("_none"), "correlation")
+    row_dev, times = found.get_column("dev").to_numpy(), found.get_column(column).to_numpy()
+    no_correlation = found.get_column("_none").to_numpy()
+    correlations = found.get_column("correlation").fill_null(0).to_numpy()
+    for dev in distinct(devs).tolist():
+        mine, on = np.flatnonzero(row_dev == dev), np.flatnonzero(devs == dev)
+        if mine.size == 0:
+            continue
+        if not bool(np.all(times[mine][1:] > times[mine][:-1])):  # (in time order, no two at once: as they are)
+            mine = mine[np.lexsort((mine, correlations[mine], no_correlation[mine], times[mine]))]
+        by_time = times[mine]
+        at = np.minimum(np.searchsorted(by_time, queries[on]), by_time.size - 1)  # (the first of equal times)
+        out[on] = np.where(by_time[at] == queries[on], rows[mine[at]], NONE)
+    return out
 
 
 def with_launches(frame: pl.DataFrame, cpu: pl.DataFrame) -> pl.DataFrame:
