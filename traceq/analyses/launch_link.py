@@ -80,10 +80,11 @@ class LaunchLink:
         return self._flag(rows, self.has_activity)
 
     def _flag(self, rows: Index, per_slot: Mask) -> Mask:
+        if len(per_slot) == 0:
+            return np.zeros(len(rows), np.bool_)
         slots = self.slot[rows]
-        keyed = slots >= 0
-        out = np.zeros(len(rows), np.bool_)
-        out[keyed] = per_slot[slots[keyed]]
+        out = per_slot[slots]  # (a row without a key, slot NONE, reads the last slot's flag: cleared here)
+        out &= slots >= 0
         return out
 
 
