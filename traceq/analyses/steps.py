@@ -15,7 +15,6 @@ from typing import Final
 import polars as pl
 
 from traceq import schema
-from traceq.analyses.chunks import column_like
 from traceq.analyses.column_arrays import derived_from
 from traceq.errors import InvalidArgumentError
 
@@ -165,9 +164,8 @@ def with_dev(rows: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
         )
         every = rows.select(on_it.all()).item()
         chosen = rows if every else rows.filter(on_it)
-        devs = pl.repeat(only["dev"], chosen.height, dtype=pl.UInt32, eager=True).alias("dev")
-        out = chosen.clone()  # (shallow; a literal column would be one chunk beside rows' chunks)
-        out.insert_column(0, column_like(chosen, devs))
+        # (a literal column: one value, never written out row by row, and lined up with any chunks)
+        out = chosen.select(pl.lit(only["dev"], dtype=pl.UInt32).alias("dev"), pl.all())
         return derived_from(out, rows, rows.columns) if every else out  # (the same columns: same arrays)
     code = _device_code(keys) if rows.schema["source"] == pl.Categorical else None
     if code is None:
