@@ -69,7 +69,8 @@ def analyze_flagged(events: pl.DataFrame, options: Options, *, spare: Sequence[D
     with _worker() as pool:
         # A second thread: first the launch link (it reads only the table), beside the devices, the
         # CPU rows and the step windows; then what does not wait for the idle attribution -- each
-        # activity's phase, the operators -- beside it (polars' and NumPy's passes let the GIL go).
+        # activity's phase, the operators, the caller's spare work -- beside it (polars' and NumPy's
+        # passes let the GIL go).
         linked = pool.submit(launch_link, events)  # (nothing on this thread asks for it before _activity)
         device_table = devices(events)
         cpu = labelled(cpu_rows(events), step_pattern=options.step_pattern, input_pattern=options.input_pattern)
@@ -80,6 +81,9 @@ def analyze_flagged(events: pl.DataFrame, options: Options, *, spare: Sequence[D
         activity = _activity(events, device_table)
         keyed = pool.submit(_phase_keys, events, options, cpu, activity)
         operators = pool.submit(_operators, events, options, cpu, device_table)
+        # (then the caller's spare work, which reads no analysis: done beside the idle attribution,
+        # where the second thread would wait for its input; shared with this thread below)
+        pool.submit(run_all, spare)
         launches = launches_by_device(cpu, activity, link)
         unions = _unions(activity, device_table.height)
         busy = {dev: union.every for dev, union in unions.items()}
@@ -89,7 +93,6 @@ def analyze_flagged(events: pl.DataFrame, options: Options, *, spare: Sequence[D
         gap_rows = gap_rows.with_columns(pl.Series("in_steps_ns", gap_in_steps, dtype=pl.Int64))
         table_args = (keyed, windows, gap_rows, attributed.causes, device_table, unions)
         phased = pool.submit(_phase_table, *table_args)  # (queued: the second thread's if it is free first)
-        pool.submit(run_all, spare)  # (then the spare work, shared with this thread below)
         totals = kernel_totals(events)
         steady = steady_windows(windows, device_table.height, all_steps=options.all_steps)
         regime = regimes(activity, steady, attributed.causes, gap_rows, launches, unions, device_table.height)
