@@ -29,7 +29,7 @@ import polars as pl
 from traceq import intervals as iv
 from traceq.analyses.asof import group_numbers, integer_groups
 from traceq.analyses.memo import per_frame
-from traceq.analyses.steps import compile_step_pattern
+from traceq.analyses.steps import compile_step_pattern, one_valued
 
 SYNC_CALL_PATTERN: Final = (
     r"^(?:"
@@ -112,65 +112,22 @@ def cpu_rows(events: pl.DataFrame) -> pl.DataFrame:
     with one value in every row of the table (its source, its one pid, an nsys export's null
     external ids) is a literal column instead, never copied."""
     rows = events.lazy().filter(pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null())
-    rest = ("pid", "tid", "kind", "name", "start_ns", "end_ns", "external_id", "correlation")
-    # A column that holds one value in every row of the table (one process's pid; an nsys export's
-    # external_id, null throughout) is a literal column: it costs nothing where the rows are taken
-    # and gathered (a third of the rows' bytes at ten million rows).
-    constant = _constant_columns(events, ("pid", "external_id"))
-    copied = [c for c in rest if c not in constant]
-    one = _only_value(events.get_column("source"))
-    if one is not None:
-        # One source (a trace of one file, every part of a job): a literal column, as above.
-        picked = rows.select(*copied).collect().rechunk()
-        return picked.select(pl.lit(one, dtype=pl.String).alias("source"), *_in_order(rest, constant))
-    picked = (
-        rows.select("source", *copied)
-        .collect()
-        .rechunk()
+    columns = ("source", "pid", "tid", "kind", "name", "start_ns", "end_ns", "external_id", "correlation")
+    # A column that holds one value in every row of the table (its one source, as every part of a
+    # job has; one process's pid; an nsys export's external_id, null throughout) is a literal
+    # column: it costs nothing where the rows are taken and gathered (a third of the rows' bytes
+    # at ten million rows), and a String source costs no String per row.
+    literal = {
+        c: pl.lit(value, dtype=pl.String if c == "source" else events.schema[c]).alias(c)
+        for c, value in one_valued(events, ("source", "pid", "external_id")).items()
+    }
+    picked = rows.select([c for c in columns if c not in literal]).collect().rechunk()
+    if "source" not in literal:
         # Cast after the collect: chunk by chunk, so that every column keeps the same chunks (cast
         # inside the query, it comes out chunked apart from the rest, and the next with_columns
         # of these rows would copy all of them to line the chunks up again).
-        .with_columns(pl.col("source").cast(pl.String))
-    )
-    return picked.select("source", *_in_order(rest, constant))
-
-
-def _constant_columns(events: pl.DataFrame, names: tuple[str, ...]) -> dict[str, pl.Expr]:
-    """Of ``names``, the columns of ``events`` whose rows all hold one value (no null) or are all
-    null, each as a literal of that value and the column's type (one query of the whole table: so
-    are the rows of any filter of it)."""
-    if events.is_empty():
-        return {}
-    stats = events.select(
-        *(
-            e
-            for n in names
-            for e in (
-                pl.col(n).min().alias(f"{n}_min"),
-                pl.col(n).max().alias(f"{n}_max"),
-                pl.col(n).null_count().alias(f"{n}_nulls"),
-            )
-        )
-    ).row(0, named=True)
-    out: dict[str, pl.Expr] = {}
-    for n in names:
-        low, high, nulls = stats[f"{n}_min"], stats[f"{n}_max"], stats[f"{n}_nulls"]
-        if nulls == events.height or (nulls == 0 and low == high):
-            out[n] = pl.lit(low, dtype=events.schema[n]).alias(n)
-    return out
-
-
-def _in_order(names: tuple[str, ...], constant: Mapping[str, pl.Expr]) -> list[str | pl.Expr]:
-    """``names`` as a selection, a constant column as its literal."""
-    return [constant.get(n, n) for n in names]
-
-
-def _only_value(source: pl.Series) -> str | None:
-    """The value of a Categorical ``source`` column whose rows all hold one value, else ``None``."""
-    if source.is_empty() or source.null_count():
-        return None
-    codes = source.to_physical()
-    return str(source[0]) if codes.min() == codes.max() else None
+        picked = picked.with_columns(pl.col("source").cast(pl.String))
+    return picked.select([literal.get(c, c) for c in columns])
 
 
 def matching(names: pl.Series, pattern: str) -> pl.Series:
