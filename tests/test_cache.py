@@ -25,7 +25,7 @@ import traceq
 from traceq import cache as cache_module
 from traceq import loading as loading_module
 from traceq import schema
-from traceq.cache import CACHE_DIR_ENV, ENTRY_METADATA_KEY, Cache, CacheWarning, default_cache_dir
+from traceq.cache import CACHE_DIR_ENV, ENTRY_LITERALS_KEY, ENTRY_METADATA_KEY, Cache, CacheWarning, default_cache_dir
 from traceq.cli import cli
 from traceq.trace import Trace
 
@@ -142,6 +142,37 @@ def test_the_entry_is_a_traceq_parquet_file_that_load_reads(source: Path, tmp_pa
     key = json.loads(pq.read_metadata(entry).metadata[ENTRY_METADATA_KEY])
     assert key["path"] == str(source.resolve()) and key["schema_version"] == schema.SCHEMA_VERSION
     assert_same(traceq.load(entry), original)
+
+
+def test_a_hit_has_the_columns_of_one_value_as_literals_and_does_not_decode_them(
+    source: Path, tmp_path: Path, imports: list[Path]
+) -> None:
+    store = Cache(tmp_path / "cache")
+    imported = traceq.load(source, cache=store)
+    rows = imported.events.rows(named=True)
+    one_value = {c: rows[0][c] for c in imported.events.columns if len({r[c] for r in rows}) == 1}
+    (entry,) = entries(store.directory)
+    literals = json.loads(pq.read_metadata(entry).metadata[ENTRY_LITERALS_KEY])
+    assert literals == {"columns": imported.events.columns, "values": one_value}
+    assert {"rank", "source", "domain", "graph_id"} <= set(one_value)
+    served = traceq.load(source, cache=store)
+    assert imports == [source]
+    assert served.events.select(list(one_value)).estimated_size() < 16 * len(one_value)  # no rows held
+    assert_same(served, imported)
+    assert pq.read_table(entry).column_names == imported.events.columns  # every column stored all the same
+
+
+def test_an_entry_that_does_not_name_its_literal_columns_is_damaged(
+    source: Path, tmp_path: Path, imports: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Cache(tmp_path / "cache")
+    with monkeypatch.context() as patched:
+        patched.setattr(cache_module, "ENTRY_LITERALS_KEY", b"traceq.cache.other")
+        imported = traceq.load(source, cache=store)
+    with pytest.warns(CacheWarning, match=r"is damaged \(it cannot be read: KeyError\); discarded it"):
+        again = traceq.load(source, cache=store)
+    assert imports == [source, source]
+    assert_same(again, imported)
 
 
 def test_a_hit_through_another_spelling_of_the_path_names_the_path_as_given(

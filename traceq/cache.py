@@ -1,10 +1,13 @@
 """The columnar cache: each source file's imported event table, kept as Parquet until the source changes.
 
 An entry is a traceq Parquet file -- the format of :meth:`traceq.trace.Trace.to_parquet` (zstd,
-the sources and import statistics under the ``traceq`` metadata key) -- with two more metadata
-keys: ``traceq.cache``, the :class:`SourceKey` the entry was made from, and
-``traceq.cache.blake2b``, a digest of the entry's own bytes.  This module moves tables in and out
-of the directory; :mod:`traceq.trace` encodes and decodes them.
+the sources and import statistics under the ``traceq`` metadata key) -- with three more metadata
+keys: ``traceq.cache``, the :class:`SourceKey` the entry was made from,
+``traceq.cache.blake2b``, a digest of the entry's own bytes, and ``traceq.cache.literals``, the
+value of each column that holds one value in every row (:data:`ENTRY_LITERALS_KEY`): a hit
+has those columns as literal columns, which hold no rows (:mod:`traceq.literal_columns`), and
+does not decode them (the entry stores them too, so that it stays a traceq Parquet file).  This
+module moves tables in and out of the directory; :mod:`traceq.trace` encodes and decodes them.
 
 **An entry is never served damaged.**  Its digest is a blake2b of the whole file as written
 (with the digest's own 32 characters read as zeros); :meth:`Cache.get` reads the entry's bytes,
@@ -68,6 +71,7 @@ import pyarrow.parquet as pq
 
 from traceq import schema, sealed_parquet
 from traceq.errors import InvalidArgumentError
+from traceq.literal_columns import literal_values, with_literals
 
 CACHE_DIR_ENV = "TRACEQ_CACHE_DIR"
 """Environment variable naming the cache directory (``--cache-dir`` overrides it)."""
@@ -85,6 +89,11 @@ ENTRY_METADATA_KEY = b"traceq.cache"
 
 ENTRY_DIGEST_KEY = b"traceq.cache.blake2b"
 """Parquet key-value metadata key of the digest of the entry's own bytes (32 hex characters)."""
+
+ENTRY_LITERALS_KEY = b"traceq.cache.literals"
+"""Parquet key-value metadata key of the table's columns that hold one value in every row (JSON:
+``{"columns": [every column, in order], "values": {name: value}}``): a hit has them as literal
+columns (:mod:`traceq.literal_columns`) instead of decoding their rows."""
 _CHUNK_BYTES: Final = 4 << 20
 
 HASHED_SPAN_BYTES = 1 << 20
@@ -275,7 +284,10 @@ class Cache:
             hit = (
                 None
                 if damage
-                else CachedTable(pl.read_parquet(data), {k.decode(): v.decode() for k, v in metadata.items()})
+                else CachedTable(
+                    _decoded(data, metadata),
+                    {k.decode(): v.decode() for k, v in metadata.items()},
+                )
             )
         except (Exception, pl.exceptions.PanicException) as exc:  # pyarrow and polars raise many kinds
             damage, hit = f"it cannot be read: {type(exc).__name__}", None
@@ -350,6 +362,8 @@ class Cache:
         entry = self.entry_path(key)
         metadata = dict(file_metadata)
         metadata[ENTRY_METADATA_KEY.decode()] = key.to_json()
+        literals = literal_values(frame)
+        metadata[ENTRY_LITERALS_KEY.decode()] = json.dumps({"columns": frame.columns, "values": literals})
         metadata[ENTRY_DIGEST_KEY.decode()] = sealed_parquet.PLACEHOLDER.decode()
         temp: Path | None = None
         try:
@@ -407,6 +421,16 @@ def _damage(data: bytes, metadata: Mapping[bytes, bytes], key: SourceKey) -> str
         # Every entry this traceq writes has both; one of the same key without them is damaged.
         return "it has no digest" if stored is not None else "it has no key"
     return None
+
+
+def _decoded(data: bytes, metadata: Mapping[bytes, bytes]) -> pl.DataFrame:
+    """The table of an entry: the columns it names in :data:`ENTRY_LITERALS_KEY` as literal
+    columns of their value, the others decoded.  Raises ``KeyError``, ``TypeError`` or
+    ``ValueError`` when the entry says nothing of them, or something damaged."""
+    literals = json.loads(metadata[ENTRY_LITERALS_KEY])
+    values, columns = literals["values"], literals["columns"]
+    stored = pl.read_parquet(data, columns=[c for c in columns if c not in values])
+    return with_literals(stored, values, schema.POLARS_SCHEMA, columns)
 
 
 def _content_digest(fh: BinaryIO) -> str:

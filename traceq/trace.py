@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from traceq import schema, sealed_parquet
 from traceq.errors import CorruptTraceError, UnsupportedFormatError
+from traceq.literal_columns import as_literals
 from traceq.meta import GpuInfo, SourceMeta
 from traceq.pandas_frames import to_pandas
 from traceq.sqlite_ingest import write_sqlite
@@ -262,6 +263,7 @@ def read_parquet(path: Path) -> Trace:
         metadata = {k.decode(): v.decode() for k, v in stored.items() if k != SEAL_KEY}
         events = pl.from_arrow(table.replace_schema_metadata(None))
         assert isinstance(events, pl.DataFrame)
+        events = as_literals(events)  # as an import makes them (the file stores every row)
     except (pa.ArrowException, pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError) as exc:
         raise _damaged(path, exc) from exc
     return decode_table(events, metadata, path)

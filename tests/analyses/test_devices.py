@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from traceq.analyses.steps import DEVICE_KEY, devices, gpu_rows, gpu_rows_of, one_valued
+from traceq.analyses.steps import DEVICE_KEY, devices, gpu_rows, gpu_rows_of
 
 from ..builders import api, kernel, memcpy, memset, table
 
@@ -77,22 +77,3 @@ def test_gpu_rows_are_the_rows_of_their_kinds_on_a_device(
     events = table(*rows)
     assert_frame_equal(gpu_rows_of(events, kinds, *columns), _filtered(events, kinds, *columns))
     assert_frame_equal(gpu_rows(events, *columns), _filtered(events, ("kernel", "memcpy", "memset"), *columns))
-
-
-def test_one_valued_columns_are_those_with_one_value_or_only_nulls() -> None:
-    frame = pl.DataFrame(
-        {
-            "same": [7, 7, 7],
-            "varies": [1, 2, 1],
-            "null": [None, None, None],
-            "partly_null": [5, None, 5],
-            "source": ["/a.json", "/a.json", "/a.json"],
-            "sources": ["/a.json", "/b.json", "/a.json"],
-        },
-        schema_overrides={"null": pl.Int64, "source": pl.Categorical, "sources": pl.Categorical},
-    )
-    want = {"same": 7, "null": None, "source": "/a.json"}
-    assert one_valued(frame, frame.columns) == want
-    assert one_valued(frame.lazy(), frame.columns) == want
-    assert one_valued(frame.head(1), ["varies", "partly_null"]) == {"varies": 1, "partly_null": 5}
-    assert one_valued(frame.clear(), frame.columns) == {}  # (no row: no value to stand for them)

@@ -29,7 +29,8 @@ import polars as pl
 from traceq import intervals as iv
 from traceq.analyses.asof import group_numbers, integer_groups
 from traceq.analyses.memo import per_frame
-from traceq.analyses.steps import compile_step_pattern, one_valued
+from traceq.analyses.steps import compile_step_pattern
+from traceq.literal_columns import one_valued
 
 SYNC_CALL_PATTERN: Final = (
     r"^(?:"

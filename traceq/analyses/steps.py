@@ -10,14 +10,14 @@ its first activity's start to its last activity's end.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 import polars as pl
 
 from traceq import schema
 from traceq.analyses.column_arrays import derived_from
 from traceq.errors import InvalidArgumentError
+from traceq.literal_columns import one_valued
 
 DEVICE_KEY: Final = ("source", "pid", "device")
 _LAST_NUMBER = r"(\d+)\D*$"
@@ -106,37 +106,6 @@ def _device_table(events: pl.DataFrame) -> pl.DataFrame:
 def _one_device(rows: pl.LazyFrame) -> bool:
     """Whether every row of ``rows`` (at least one) has the same device key."""
     return len(one_valued(rows, DEVICE_KEY)) == len(DEVICE_KEY)
-
-
-def one_valued(rows: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> dict[str, Any]:
-    """Of ``columns``, those whose rows (at least one) all hold one value, or are all null, each
-    with that value (``None``: all null), read in one query (a Categorical compared by its codes:
-    no string per row).  A column of one value can be a literal column in rows taken from ``rows``."""
-    stats = (
-        rows.lazy()
-        .select(
-            pl.len().alias("rows"),
-            *(
-                e
-                for c in columns
-                for v in [pl.col(c).to_physical()]
-                for e in (
-                    pl.col(c).null_count().alias(f"{c} nulls"),
-                    v.min().alias(f"{c} min"),
-                    v.max().alias(f"{c} max"),
-                    pl.col(c).drop_nulls().first().alias(f"{c} value"),
-                )
-            ),
-        )
-        .collect()
-        .row(0, named=True)
-    )
-    n = stats["rows"]
-    return {
-        c: stats[f"{c} value"]
-        for c in columns
-        if n and (stats[f"{c} nulls"] == n or (stats[f"{c} nulls"] == 0 and stats[f"{c} min"] == stats[f"{c} max"]))
-    }
 
 
 def gpu_rows(events: pl.DataFrame, *columns: str) -> pl.DataFrame:

@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from traceq.importers.arrow_capsule import series_of_numpy
+from traceq.literal_columns import literal_values, with_literals
 
 # Ties keep their order of appearance (tables in a fixed order, rows in file order), which is
 # deterministic for a given file; more sort keys cost a third of the import time on large files.
@@ -29,7 +30,9 @@ def sort_by_time(parts: list[pl.DataFrame], *, chunk_rows: int = CHUNK_ROWS) -> 
     Built one column at a time: a column's unsorted pieces are freed before its sorted copy is
     written, in chunks of ``chunk_rows`` rows (the size of the pieces just freed, which lets the
     allocator reuse some of them), so the sorted table is not built beside the whole
-    unsorted one.  All columns share that chunk layout, so the Arrow export copies nothing.
+    unsorted one.  All columns share that chunk layout, so the Arrow export copies nothing.  A
+    column that holds one value in every row (or only nulls) is the same in any order: it becomes
+    a literal column (:mod:`traceq.literal_columns`), never gathered.
     """
     names = parts[0].columns
     height = sum(p.height for p in parts)
@@ -39,26 +42,25 @@ def sort_by_time(parts: list[pl.DataFrame], *, chunk_rows: int = CHUNK_ROWS) -> 
     del keys
     chunk = chunk_rows
     bounds = [(lo, min(chunk, height - lo)) for lo in range(0, max(height, 1), chunk)]
+    # A column of one value (or all nulls) is the same in any order: a literal column, no rows.
+    literals = literal_values(pl.concat(parts, how="vertical", rechunk=False))
+    dtypes = parts[0].schema
     unsorted = {name: [p.get_column(name) for p in parts] for name in names}
     parts.clear()
     columns = []
     for name in names:
         pieces = unsorted.pop(name)
-        if all(p.null_count() == p.len() for p in pieces):  # zero-filled memory nothing has to touch
-            whole = pl.repeat(None, height, dtype=pieces[0].dtype, eager=True).alias(name)
-        else:
-            # One contiguous array: gathering from a chunked one is about three times slower.
-            # (pl.concat leaves a single Series' chunks as they are, hence rechunk() for one part.)
-            whole = pl.concat(pieces, rechunk=True) if len(pieces) > 1 else pieces[0].rechunk()
+        if name in literals:
+            continue
+        # One contiguous array: gathering from a chunked one is about three times slower.
+        # (pl.concat leaves a single Series' chunks as they are, hence rechunk() for one part.)
+        whole = pl.concat(pieces, rechunk=True) if len(pieces) > 1 else pieces[0].rechunk()
         del pieces  # this column's unsorted pieces are free now
-        if _constant(whole):  # all null, or one value (the source): any order is the same, slices copy nothing
-            pieces = [whole.slice(lo, n) for lo, n in bounds]
-        else:
-            pieces = _gather_in_chunks(whole, order, bounds)
+        pieces = _gather_in_chunks(whole, order, bounds)
         del whole
         columns.append(pl.concat(pieces, rechunk=False))
         del pieces
-    return pl.DataFrame(columns)
+    return with_literals(pl.DataFrame(columns), literals, dtypes, names)
 
 
 def _gather_in_chunks(column: pl.Series, order: pl.Series, bounds: list[tuple[int, int]]) -> list[pl.Series]:
@@ -72,14 +74,3 @@ def _gather_in_chunks(column: pl.Series, order: pl.Series, bounds: list[tuple[in
     pieces = [piece.alias(column.name) for piece in gathered.get_columns()]
     pieces += [column.gather(order.slice(lo, n)) for lo, n in bounds[len(full) :]]
     return pieces
-
-
-def _constant(column: pl.Series) -> bool:
-    """Whether every value of ``column`` is null, or every value is the same non-null value."""
-    nulls = column.null_count()
-    if nulls == column.len():
-        return True
-    if nulls or column.dtype == pl.Boolean:
-        return False
-    codes = column.to_physical()  # a Categorical or Enum by its codes
-    return bool(codes.min() == codes.max())
