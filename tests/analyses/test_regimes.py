@@ -3,10 +3,15 @@ thread that launches most inside the steady windows (seed 000's launch-bound cri
 
 from __future__ import annotations
 
+import statistics
+
+import numpy as np
 import polars as pl
+from hypothesis import given
+from hypothesis import strategies as st
 
 from traceq import intervals as iv
-from traceq.analyses.regimes import _launch_interval_ns
+from traceq.analyses.regimes import _launch_interval_ns, _median_ns
 
 WINDOW = iv.Intervals.from_arrays([100], [1_000])
 
@@ -38,3 +43,9 @@ def test_the_thread_with_most_launches_inside_the_windows_is_the_one_measured() 
 def test_fewer_than_two_launches_inside_give_no_interval() -> None:
     assert _launch_interval_ns(launches((7, 200), (7, 5_000)), WINDOW) is None
     assert _launch_interval_ns(launches((7, 200)), WINDOW) is None
+
+
+@given(st.lists(st.integers(0, 1 << 40), max_size=40))
+def test_a_median_is_the_middle_length_or_the_mean_of_the_middle_two_rounded(lengths: list[int]) -> None:
+    want = round(statistics.median(lengths)) if lengths else None
+    assert _median_ns(np.array(lengths, dtype=np.int64)) == want
