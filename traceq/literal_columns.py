@@ -1,13 +1,14 @@
 """Columns that hold one value in every row, kept as literal columns.
 
 A polars *literal column* (``pl.lit(value)`` put in a frame by ``with_columns``) holds its value
-once for any height: filters, gathers, slices, sorts and concatenations of equal literals carry it
-without copying a row, and it becomes an array only where something asks for its values.  Most
+once for any height: filters, gathers, slices, eager sorts and concatenations of equal literals
+carry it without copying a row, and it becomes an array only where something reads its values
+(``get_column``, NumPy, a comparison of frames; the frame then keeps that array).  Most
 tables have several such columns -- the one source of a file, its one rank, one process's pid, the
 NVTX domain and graph id an export never fills -- a quarter of a 20 M-row nsys export's bytes and
 a seventh of a Kineto trace's.  The importers make them literal columns when they sort the table
-(:mod:`traceq.importers.time_sort`), the cache stores only their values
-(:mod:`traceq.cache`), and the analyses take rows with them as literals
+(:mod:`traceq.importers.time_sort`), a cache hit makes them from the values its entry names
+instead of decoding them (:mod:`traceq.cache`), and the analyses take rows with them as literals
 (:mod:`traceq.analyses.host_state`, :mod:`traceq.analyses.steps`).  A literal column equals the
 array of its value: the values, the dtype and every result computed from them are the same.
 """

@@ -30,9 +30,9 @@ def sort_by_time(parts: list[pl.DataFrame], *, chunk_rows: int = CHUNK_ROWS) -> 
     Built one column at a time: a column's unsorted pieces are freed before its sorted copy is
     written, in chunks of ``chunk_rows`` rows (the size of the pieces just freed, which lets the
     allocator reuse some of them), so the sorted table is not built beside the whole
-    unsorted one.  All columns share that chunk layout, so the Arrow export copies nothing.  A
-    column that holds one value in every row (or only nulls) is the same in any order: it becomes
-    a literal column (:mod:`traceq.literal_columns`), never gathered.
+    unsorted one.  The gathered columns share that chunk layout, so the Arrow export copies none
+    of them.  A column that holds one value in every row (or only nulls) is the same in any order:
+    it becomes a literal column (:mod:`traceq.literal_columns`), never gathered.
     """
     names = parts[0].columns
     height = sum(p.height for p in parts)
