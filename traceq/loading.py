@@ -47,6 +47,7 @@ from traceq.importers import (
     reads_other_files,
     special_file_kind,
 )
+from traceq.literal_columns import one_valued
 from traceq.meta import SourceMeta
 from traceq.stats import ImportStats
 from traceq.trace import Trace, TraceMeta, decode_table, read_parquet
@@ -284,8 +285,8 @@ def _relabelled(trace: Trace, old: str, new: str) -> Trace | None:
         return trace
     events = trace.events
     if events.height:
-        labels = events.get_column("source").unique()
-        if labels.len() != 1 or labels[0] != old:
+        # (one query, where reading the column would write a literal source out row by row)
+        if one_valued(events, ("source",)).get("source") != old:
             return None
         events = events.with_columns(pl.lit(new, dtype=pl.Categorical).alias("source"))
     stats = ImportStats(tuple(replace(c, source=new) if c.source == old else c for c in trace.import_stats.counts))

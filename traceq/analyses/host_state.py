@@ -30,7 +30,7 @@ from traceq import intervals as iv
 from traceq.analyses.asof import group_numbers, integer_groups
 from traceq.analyses.memo import per_frame
 from traceq.analyses.steps import compile_step_pattern
-from traceq.literal_columns import one_valued
+from traceq.literal_columns import one_valued, with_literals
 
 SYNC_CALL_PATTERN: Final = (
     r"^(?:"
@@ -118,17 +118,14 @@ def cpu_rows(events: pl.DataFrame) -> pl.DataFrame:
     # job has; one process's pid; an nsys export's external_id, null throughout) is a literal
     # column: it costs nothing where the rows are taken and gathered (a third of the rows' bytes
     # at ten million rows), and a String source costs no String per row.
-    literal = {
-        c: pl.lit(value, dtype=pl.String if c == "source" else events.schema[c]).alias(c)
-        for c, value in one_valued(events, ("source", "pid", "external_id")).items()
-    }
+    literal = one_valued(events, ("source", "pid", "external_id"))
     picked = rows.select([c for c in columns if c not in literal]).collect().rechunk()
     if "source" not in literal:
         # Cast after the collect: chunk by chunk, so that every column keeps the same chunks (cast
         # inside the query, it comes out chunked apart from the rest, and the next with_columns
         # of these rows would copy all of them to line the chunks up again).
         picked = picked.with_columns(pl.col("source").cast(pl.String))
-    return picked.select([literal.get(c, c) for c in columns])
+    return with_literals(picked, literal, {**events.schema, "source": pl.String()}, columns)
 
 
 def matching(names: pl.Series, pattern: str) -> pl.Series:

@@ -17,7 +17,7 @@ import polars as pl
 from traceq import schema
 from traceq.analyses.column_arrays import derived_from
 from traceq.errors import InvalidArgumentError
-from traceq.literal_columns import one_valued
+from traceq.literal_columns import one_valued, with_literals
 
 DEVICE_KEY: Final = ("source", "pid", "device")
 _LAST_NUMBER = r"(\d+)\D*$"
@@ -129,9 +129,8 @@ def gpu_rows_of(events: pl.DataFrame, kinds: tuple[str, ...], *columns: str) -> 
     # One device (a one-GPU trace, one rank's part): its key is the same in every row, so it is a
     # literal column each (a fifth of the bytes of ten million kernels' rows, never copied).
     key = table.row(0, named=True)
-    literal = {k: pl.lit(key[k], dtype=events.schema[k]).alias(k) for k in DEVICE_KEY}
-    picked = rows.select([c for c in wanted if c not in literal]).collect()
-    return picked.select([literal.get(c, c) for c in wanted])
+    picked = rows.select([c for c in wanted if c not in DEVICE_KEY]).collect()
+    return with_literals(picked, {k: key[k] for k in DEVICE_KEY}, events.schema, wanted)
 
 
 def only_dev(devs: pl.Series) -> int | None:
