@@ -167,20 +167,41 @@ def conform(frame: pl.DataFrame | pa.Table) -> pl.DataFrame:
 
     Missing extra columns are added as nulls; missing guaranteed columns are an error, except
     the nullable ones, which are added as nulls too.  Unknown columns are dropped.
+
+    No column already of its type is copied.  A frame of one chunk per column goes through a
+    ``select``, where a missing column costs nothing (a literal column); but polars' eager
+    ``select`` first copies the columns of a frame of many chunks into one chunk each, which on a
+    1 GB Kineto trace's rows is 0.3 GB beside them at the import's peak, so such a frame's columns
+    are taken as they are, chunks and all, and a missing one is an array of nulls.
     """
     df = frame if isinstance(frame, pl.DataFrame) else _from_arrow(frame)
     present = set(df.columns)
-    exprs: list[pl.Expr] = []
     for col in COLUMNS:
-        if col.name in present:
-            exprs.append(pl.col(col.name).cast(col.dtype, strict=True))
-        elif col.nullable:
-            exprs.append(pl.lit(None, dtype=col.dtype).alias(col.name))
-        elif col.name == "is_comm":
-            exprs.append(pl.lit(False).alias(col.name))
-        else:
+        if col.name not in present and not col.nullable and col.name != "is_comm":
             raise SchemaViolation(f"event table lacks required column {col.name!r}")
-    return df.select(exprs)
+    if max(df.n_chunks("all"), default=1) == 1:
+        return df.select(
+            pl.col(c.name).cast(c.dtype, strict=True)
+            if c.name in present
+            else pl.lit(_filler(c), c.dtype).alias(c.name)
+            for c in COLUMNS
+        )
+    return pl.DataFrame(
+        _declared(df.get_column(c.name), c.dtype)
+        if c.name in present
+        else pl.repeat(_filler(c), df.height, dtype=c.dtype, eager=True).alias(c.name)
+        for c in COLUMNS
+    )
+
+
+def _filler(col: Column) -> bool | None:
+    """The value of a missing column: null, or False for a missing ``is_comm`` that may not be null."""
+    return None if col.nullable else False
+
+
+def _declared(column: pl.Series, dtype: pl.DataType) -> pl.Series:
+    """``column`` in ``dtype``: itself where it is of that type already."""
+    return column if column.dtype == dtype else column.cast(dtype, strict=True)
 
 
 def _from_arrow(table: pa.Table) -> pl.DataFrame:
