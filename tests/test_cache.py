@@ -23,12 +23,13 @@ from click.testing import CliRunner
 
 import traceq
 from traceq import cache as cache_module
+from traceq import fingerprints, schema
 from traceq import loading as loading_module
-from traceq import schema
 from traceq.cache import CACHE_DIR_ENV, ENTRY_LITERALS_KEY, ENTRY_METADATA_KEY, Cache, CacheWarning, default_cache_dir
 from traceq.cli import cli
 from traceq.trace import Trace
 
+from .earlier_seals import unsealed, write_blake2b_sealed
 from .permissions import run_unprivileged
 
 
@@ -225,7 +226,7 @@ def test_a_content_change_with_the_same_size_and_mtime_is_a_miss(
 
 def test_a_change_in_the_tail_of_a_large_file_is_a_miss(tmp_path: Path) -> None:
     path = tmp_path / "big.bin"
-    path.write_bytes(b"x" * (3 * cache_module.HASHED_SPAN_BYTES))
+    path.write_bytes(b"x" * (3 * fingerprints.HASHED_SPAN_BYTES))
     store = Cache(tmp_path / "cache")
     before = store.key(path, "kineto-json")
     with path.open("r+b") as fh:
@@ -236,7 +237,7 @@ def test_a_change_in_the_tail_of_a_large_file_is_a_miss(tmp_path: Path) -> None:
     after = store.key(path, "kineto-json")
     assert before is not None and after is not None
     assert (after.size, after.mtime_ns) == (before.size, before.mtime_ns)
-    assert after.head_tail_blake2b != before.head_tail_blake2b
+    assert after.head_tail_sha256 != before.head_tail_sha256
 
 
 def test_a_touched_source_is_a_miss_without_a_warning(source: Path, tmp_path: Path, imports: list[Path]) -> None:
@@ -250,12 +251,49 @@ def test_a_touched_source_is_a_miss_without_a_warning(source: Path, tmp_path: Pa
     assert len(imports) == 2
 
 
+def test_an_entry_sealed_with_blake2b_is_checked_and_served(source: Path, tmp_path: Path, imports: list[Path]) -> None:
+    store = Cache(tmp_path / "cache")
+    fresh = traceq.load(source, cache=store)
+    (entry,) = entries(store.directory)
+    assert b"traceq.cache.sha256" in (pq.read_metadata(entry).metadata or {})
+    table, metadata = unsealed(entry, ENTRY_METADATA_KEY)
+    write_blake2b_sealed(entry, table, metadata, ENTRY_METADATA_KEY)  # as traceq sealed entries before
+    assert_same(traceq.load(source, cache=store), fresh)
+    assert imports == [source]
+    data = entry.read_bytes()
+    entry.write_bytes(data[:4] + bytes([data[4] ^ 1]) + data[5:])
+    with pytest.warns(CacheWarning, match=r"its content does not match its digest"):
+        assert_same(traceq.load(source, cache=store), fresh)
+
+
+def test_an_entry_of_an_earlier_traceq_is_a_miss_without_a_warning_and_rewritten(
+    source: Path, tmp_path: Path, imports: list[Path]
+) -> None:
+    # Entries sealed with blake2b, with a key of blake2b digests: any entry an earlier traceq made
+    # (its code digest differs anyway).
+    store = Cache(tmp_path / "cache")
+    fresh = traceq.load(source, cache=store)
+    (entry,) = entries(store.directory)
+    table, metadata = unsealed(entry, ENTRY_METADATA_KEY)
+    key = json.loads(metadata[ENTRY_METADATA_KEY])
+    earlier_key = {name.replace("sha256", "blake2b"): value for name, value in key.items()}
+    metadata[ENTRY_METADATA_KEY] = json.dumps(earlier_key).encode()
+    write_blake2b_sealed(entry, table, metadata, ENTRY_METADATA_KEY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_same(traceq.load(source, cache=store), fresh)
+    assert imports == [source, source]
+    assert b"traceq.cache.sha256" in (pq.read_metadata(entry).metadata or {})  # rewritten by this traceq
+    assert_same(traceq.load(source, cache=store), fresh)
+    assert imports == [source, source]
+
+
 @pytest.mark.parametrize(
     "change",
     [
         lambda mp: mp.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION + 1),
         lambda mp: mp.setattr(cache_module, "_traceq_version", lambda: "999.0"),
-        lambda mp: mp.setattr(cache_module, "_code_digest", lambda: "0" * 32),
+        lambda mp: mp.setattr(cache_module, "traceq_code_sha256", lambda: "0" * 64),
     ],
     ids=["schema-version", "traceq-version", "traceq-code"],
 )

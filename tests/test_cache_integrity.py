@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 import traceq
 from traceq import cache as cache_module
+from traceq import fingerprints
 from traceq import loading as loading_module
 from traceq.cache import CACHE_VERIFY_ENV, Cache, CacheWarning
 from traceq.cli import cli
@@ -147,7 +148,7 @@ def big_trace(path: Path, kernel_name: str) -> int:
     text = json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1)
     path.write_text(text, encoding="utf-8")
     at = text.index(kernel_name)
-    assert min(at, len(text) - at) > cache_module.HASHED_SPAN_BYTES
+    assert min(at, len(text) - at) > fingerprints.HASHED_SPAN_BYTES
     return at
 
 

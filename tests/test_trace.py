@@ -8,12 +8,14 @@ import sqlite3
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 import traceq
 from traceq.errors import CorruptTraceError, DuplicateRankError, InputNotFoundError, UnsupportedFormatError
 
 from .builders import api, kernel, memcpy, step, trace
+from .earlier_seals import unsealed, write_blake2b_sealed
 
 
 def _sample() -> traceq.Trace:
@@ -81,6 +83,28 @@ def test_a_damaged_traceq_parquet_file_is_a_corrupt_input_naming_it_never_served
         page_data = back.events.equals(original.events)
         assert page_data, f"a flip at byte {at} was served as a different table"
     assert refused > 100
+
+
+def test_a_traceq_parquet_file_is_sealed_with_sha256(tmp_path: Path) -> None:
+    out = _sample().to_parquet(tmp_path / "events.parquet")
+    stored = pq.read_metadata(out).metadata or {}
+    assert len(stored[b"traceq.sha256"]) == 32 and b"traceq.blake2b" not in stored
+
+
+def test_a_file_sealed_with_blake2b_by_an_earlier_traceq_reads_and_its_damage_is_refused(tmp_path: Path) -> None:
+    t = _sample()
+    table, metadata = unsealed(t.to_parquet(tmp_path / "now.parquet"), b"traceq")
+    earlier = tmp_path / "earlier.parquet"
+    write_blake2b_sealed(earlier, table, metadata, b"traceq")
+    back = traceq.load(earlier)
+    assert back.events.equals(t.events) and back.import_stats == t.import_stats and back.meta == t.meta
+    data = earlier.read_bytes()
+    footer = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    # A column's statistics, in the footer: no page checksum covers them, only the seal.
+    statistics = data.index(b"ProfilerStep#1", footer)
+    earlier.write_bytes(_flipped(data, statistics))
+    with pytest.raises(CorruptTraceError, match="does not match its digest"):
+        traceq.load(earlier)
 
 
 def test_sqlite_export_holds_every_row_and_the_statistics(tmp_path: Path) -> None:

@@ -3,27 +3,28 @@
 An entry is a traceq Parquet file -- the format of :meth:`traceq.trace.Trace.to_parquet` (zstd,
 the sources and import statistics under the ``traceq`` metadata key) -- with three more metadata
 keys: ``traceq.cache``, the :class:`SourceKey` the entry was made from,
-``traceq.cache.blake2b``, a digest of the entry's own bytes, and ``traceq.cache.literals``, the
+``traceq.cache.sha256``, a digest of the entry's own bytes, and ``traceq.cache.literals``, the
 value of each column that holds one value in every row (:data:`ENTRY_LITERALS_KEY`): a hit
 has those columns as literal columns, which hold no rows (:mod:`traceq.literal_columns`), and
 does not decode them (the entry stores them too, so that it stays a traceq Parquet file).  This
 module moves tables in and out of the directory; :mod:`traceq.trace` encodes and decodes them.
 
-**An entry is never served damaged.**  Its digest is a blake2b of the whole file as written
-(with the digest's own 32 characters read as zeros); :meth:`Cache.get` reads the entry's bytes,
-checks the digest, and decodes the table from the bytes it checked.  A bit flipped anywhere in
+**An entry is never served damaged.**  Its digest is a SHA-256 of the whole file as written (its
+first 128 bits, with the digest's own 32 characters read as zeros; :mod:`traceq.sealed_parquet`);
+:meth:`Cache.get` reads the entry's bytes, checks the digest, and decodes the table from the bytes
+it checked.  A bit flipped anywhere in
 the entry -- data pages, footer, metadata, the digest itself -- fails the check: the entry is
 discarded with one :class:`CacheWarning`, and the source is imported again.
 
 **An entry is used only when the key of the source as it is now equals the stored key**:
 
-* the source's resolved absolute path, its size and mtime (ns), and a blake2b digest of its size
-  and its first and last :data:`HASHED_SPAN_BYTES` (1 MiB; the whole file up to 2 MiB).  This
-  *sampled* check reads at most 2 MiB: an edit that keeps the size and restores the mtime is
-  caught when it touches the first or last MiB, **not** when it is confined to the middle of a
-  larger file.  ``verify="full"`` (:class:`Cache`; ``--cache-verify full``;
-  ``TRACEQ_CACHE_VERIFY=full``) adds a blake2b of every byte of the source, which catches any
-  edit at the price of reading the whole source on each open (about 1 s per GB);
+* the source's resolved absolute path, its size and mtime (ns), and a SHA-256 digest of its size
+  and its first and last :data:`~traceq.fingerprints.HASHED_SPAN_BYTES` (1 MiB; the whole file up
+  to 2 MiB).  This *sampled* check reads at most 2 MiB: an edit that keeps the size and restores
+  the mtime is caught when it touches the first or last MiB, **not** when it is confined to the
+  middle of a larger file.  ``verify="full"`` (:class:`Cache`; ``--cache-verify full``;
+  ``TRACEQ_CACHE_VERIFY=full``) adds a SHA-256 of every byte of the source, which catches any
+  edit at the price of reading the whole source on each open (about 0.7 s per GB);
 * the format it was read as (``--input-format`` can change it);
 * :data:`traceq.schema.SCHEMA_VERSION`, the traceq version, and a digest of traceq's own source
   code, so that an upgrade -- or an edit of a development checkout -- never serves a table made by
@@ -63,7 +64,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, BinaryIO, Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 import polars as pl
 import pyarrow as pa
@@ -71,6 +72,7 @@ import pyarrow.parquet as pq
 
 from traceq import schema, sealed_parquet
 from traceq.errors import InvalidArgumentError
+from traceq.fingerprints import content_sha256, head_tail_sha256, traceq_code_sha256
 from traceq.literal_columns import literal_values, with_literals
 
 CACHE_DIR_ENV = "TRACEQ_CACHE_DIR"
@@ -87,18 +89,14 @@ VERIFY_MODES: Final[tuple[VerifyMode, ...]] = get_args(VerifyMode)
 ENTRY_METADATA_KEY = b"traceq.cache"
 """Parquet key-value metadata key of an entry's :class:`SourceKey` (JSON)."""
 
-ENTRY_DIGEST_KEY = b"traceq.cache.blake2b"
-"""Parquet key-value metadata key of the digest of the entry's own bytes (32 hex characters)."""
+ENTRY_SEAL_PREFIX = ENTRY_METADATA_KEY
+"""Prefix of the Parquet key-value metadata key of the digest of the entry's own bytes
+(``traceq.cache.sha256``, 32 hex characters; :mod:`traceq.sealed_parquet`)."""
 
 ENTRY_LITERALS_KEY = b"traceq.cache.literals"
 """Parquet key-value metadata key of the table's columns that hold one value in every row (JSON:
 ``{"columns": [every column, in order], "values": {name: value}}``): a hit has them as literal
 columns (:mod:`traceq.literal_columns`) instead of decoding their rows."""
-_CHUNK_BYTES: Final = 4 << 20
-
-HASHED_SPAN_BYTES = 1 << 20
-"""Bytes hashed at each end of a source file (the whole file when it is at most twice this)."""
-
 _ROW_GROUP_ROWS = 1 << 18
 """Rows per Parquet row group: small enough that a re-open decodes row groups on every core."""
 _STALE_TEMP_S = 24 * 3600.0
@@ -144,15 +142,16 @@ class SourceKey:
     """The source's resolved absolute path."""
     size: int
     mtime_ns: int
-    head_tail_blake2b: str
-    """Hex blake2b digest of the first and last :data:`HASHED_SPAN_BYTES` (and the size)."""
+    head_tail_sha256: str
+    """Hex SHA-256 digest of the size and the first and last
+    :data:`~traceq.fingerprints.HASHED_SPAN_BYTES` (:func:`~traceq.fingerprints.head_tail_sha256`)."""
     format: str
     schema_version: int
     traceq_version: str
-    code_blake2b: str
-    """Hex blake2b digest of traceq's code: its ``*.py`` files and its compiled modules."""
-    content_blake2b: str | None = None
-    """Hex blake2b digest of every byte of the source; only in a key made with ``full=True``."""
+    code_sha256: str
+    """Hex SHA-256 digest of traceq's code: its ``*.py`` files and its compiled modules."""
+    content_sha256: str | None = None
+    """Hex SHA-256 digest of every byte of the source; only in a key made with ``full=True``."""
 
     @classmethod
     def of(cls, source: Path, fmt: str, *, full: bool = False) -> SourceKey:
@@ -161,18 +160,18 @@ class SourceKey:
         resolved = source.resolve()
         with resolved.open("rb") as fh:
             stat = os.fstat(fh.fileno())
-            digest = _head_tail_digest(fh, stat.st_size)
-            content = _content_digest(fh) if full else None
+            digest = head_tail_sha256(fh, stat.st_size)
+            content = content_sha256(fh) if full else None
         return cls(
             path=str(resolved),
             size=stat.st_size,
             mtime_ns=stat.st_mtime_ns,
-            head_tail_blake2b=digest,
+            head_tail_sha256=digest,
             format=fmt,
             schema_version=schema.SCHEMA_VERSION,
             traceq_version=_traceq_version(),
-            code_blake2b=_code_digest(),
-            content_blake2b=content,
+            code_sha256=traceq_code_sha256(),
+            content_sha256=content,
         )
 
     def matches(self, stored: Any) -> bool:
@@ -181,9 +180,9 @@ class SourceKey:
         if not isinstance(stored, dict):
             return False
         mine = asdict(self)
-        if self.content_blake2b is None:
-            mine.pop("content_blake2b")
-            stored = {k: v for k, v in stored.items() if k != "content_blake2b"}
+        if self.content_sha256 is None:
+            mine.pop("content_sha256")
+            stored = {k: v for k, v in stored.items() if k != "content_sha256"}
         return bool(stored == mine)
 
     def to_json(self) -> str:
@@ -364,7 +363,7 @@ class Cache:
         metadata[ENTRY_METADATA_KEY.decode()] = key.to_json()
         literals = literal_values(frame)
         metadata[ENTRY_LITERALS_KEY.decode()] = json.dumps({"columns": frame.columns, "values": literals})
-        metadata[ENTRY_DIGEST_KEY.decode()] = sealed_parquet.PLACEHOLDER.decode()
+        metadata[sealed_parquet.key(ENTRY_SEAL_PREFIX).decode()] = sealed_parquet.PLACEHOLDER.decode()
         temp: Path | None = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -407,8 +406,8 @@ def _damage(data: bytes, metadata: Mapping[bytes, bytes], key: SourceKey) -> str
     """What is wrong with an entry of ``data`` (its Parquet metadata given) for ``key``: None when it
     is whole and made for ``key``, ``"stale"`` when it is whole but made for another key (an older
     source, another traceq), else the damage, for the warning."""
-    digest = metadata.get(ENTRY_DIGEST_KEY)
-    if digest is not None and not sealed_parquet.matches(data, digest):
+    sealed = sealed_parquet.check(data, metadata, ENTRY_SEAL_PREFIX)
+    if sealed is False:
         return "its content does not match its digest"
     stored = metadata.get(ENTRY_METADATA_KEY)
     if stored is not None:
@@ -417,7 +416,7 @@ def _damage(data: bytes, metadata: Mapping[bytes, bytes], key: SourceKey) -> str
                 return "stale"
         except ValueError:
             return "its key cannot be read"
-    if digest is None or stored is None:
+    if sealed is None or stored is None:
         # Every entry this traceq writes has both; one of the same key without them is damaged.
         return "it has no digest" if stored is not None else "it has no key"
     return None
@@ -433,46 +432,9 @@ def _decoded(data: bytes, metadata: Mapping[bytes, bytes]) -> pl.DataFrame:
     return with_literals(stored, values, schema.POLARS_SCHEMA, columns)
 
 
-def _content_digest(fh: BinaryIO) -> str:
-    """blake2b of every byte of ``fh``, from its start (hashlib lets the GIL go on large updates)."""
-    fh.seek(0)
-    digest = hashlib.blake2b(digest_size=16)
-    while chunk := fh.read(_CHUNK_BYTES):
-        digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _head_tail_digest(fh: BinaryIO, size: int) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(size.to_bytes(8, "little"))
-    if size <= 2 * HASHED_SPAN_BYTES:
-        digest.update(fh.read())
-    else:
-        digest.update(fh.read(HASHED_SPAN_BYTES))
-        fh.seek(size - HASHED_SPAN_BYTES)
-        digest.update(fh.read(HASHED_SPAN_BYTES))
-    return digest.hexdigest()
-
-
 @cache
 def _traceq_version() -> str:
     try:
         return importlib.metadata.version("traceq")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-
-
-_CODE_SUFFIXES: Final = frozenset({".py", ".c", ".so", ".pyd"})
-
-
-@cache
-def _code_digest() -> str:
-    """A digest of traceq's own code (``*.py`` files and compiled modules, the scanner of the Kineto
-    fast path among them): any change to the code invalidates every entry."""
-    root = Path(__file__).resolve().parent
-    digest = hashlib.blake2b(digest_size=16)
-    for path in sorted(p for p in root.rglob("*") if p.suffix in _CODE_SUFFIXES):
-        digest.update(str(path.relative_to(root)).encode() + b"\0")
-        with contextlib.suppress(OSError):
-            digest.update(path.read_bytes())
-    return digest.hexdigest()

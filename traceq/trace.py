@@ -32,9 +32,10 @@ if TYPE_CHECKING:
     import pandas
 
 PARQUET_METADATA_KEY = b"traceq"
-SEAL_KEY = b"traceq.blake2b"
-"""Parquet key-value metadata key of a :meth:`Trace.to_parquet` file's digest of its own bytes."""
 """Key of the Parquet key-value metadata that holds sources and import statistics."""
+SEAL_PREFIX = b"traceq"
+"""Prefix of the Parquet key-value metadata key of a :meth:`Trace.to_parquet` file's digest of its
+own bytes (``traceq.sha256``; ``traceq.blake2b`` in files written before traceq sealed with SHA-256)."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ class Trace:
         out = Path(path)
         table = self.to_arrow()
         metadata = dict(table.schema.metadata or {})
-        metadata[SEAL_KEY] = sealed_parquet.PLACEHOLDER
+        metadata[sealed_parquet.key(SEAL_PREFIX)] = sealed_parquet.PLACEHOLDER
         with out.open("w+b") as fh:
             # Page checksums too, for readers other than traceq's.
             pq.write_table(table.replace_schema_metadata(metadata), fh, compression="zstd", write_page_checksum=True)
@@ -252,15 +253,15 @@ def read_parquet(path: Path) -> Trace:
     try:
         data = path.read_bytes()
         stored = pq.read_metadata(pa.BufferReader(data)).metadata or {}
-        digest = stored.get(SEAL_KEY)
-        if digest is not None and not sealed_parquet.matches(data, digest):
+        if sealed_parquet.check(data, stored, SEAL_PREFIX) is False:
             raise ValueError("its content does not match its digest")
         # pyarrow's reader, which verifies page checksums (of files written before the seal) and
         # reports damage as errors (polars' may panic on a damaged page).
         table = pq.read_table(pa.BufferReader(data), page_checksum_verification=True)
         # The file's key-value metadata (a polars-written file, as the cache's entries are, keeps
         # it there and not in the Arrow schema that pyarrow's reader returns).
-        metadata = {k.decode(): v.decode() for k, v in stored.items() if k != SEAL_KEY}
+        seals = sealed_parquet.keys(SEAL_PREFIX)
+        metadata = {k.decode(): v.decode() for k, v in stored.items() if k not in seals}
         events = pl.from_arrow(table.replace_schema_metadata(None))
         assert isinstance(events, pl.DataFrame)
         events = as_literals(events)  # as an import makes them (the file stores every row)
