@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from traceq.literal_columns import as_literals, literal_values, one_valued, with_literals
+from traceq.literal_columns import as_literals, chunk_counts, literal_values, one_valued, with_literals
 
 
 def held_bytes(frame: pl.DataFrame, column: str) -> float:
@@ -55,6 +55,17 @@ def test_a_frame_of_one_valued_columns_keeps_its_first_and_its_height() -> None:
     assert literal_values(frame.head(1)) == {}  # one row: nothing to save
     assert_frame_equal(as_literals(frame.head(1)), frame.head(1))
     assert_frame_equal(as_literals(frame.clear()), frame.clear())
+
+
+def test_chunk_counts_count_each_columns_chunks_a_literals_as_one() -> None:
+    pieces = [pl.DataFrame({"a": [1, 2], "b": ["x", "y"]}), pl.DataFrame({"a": [3], "b": ["z"]})]
+    frame = pl.concat(pieces, rechunk=False)
+    frame.insert_column(2, pl.Series("c", [0, 0, 0]))  # (one chunk beside two: chunked apart)
+    frame = frame.select("a", pl.lit(5, pl.Int64).alias("d"), "b", "c")
+    assert held_bytes(frame, "d") < 64
+    assert chunk_counts(frame) == [2, 1, 2, 1] == frame.n_chunks("all")  # (polars' count makes d's rows)
+    assert chunk_counts(frame.clear()) == frame.clear().n_chunks("all")
+    assert chunk_counts(pl.DataFrame()) == []
 
 
 @given(st.data())

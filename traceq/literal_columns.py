@@ -3,7 +3,9 @@
 A polars *literal column* (``pl.lit(value)`` put in a frame by ``with_columns``) holds its value
 once for any height: filters, gathers, slices, eager sorts and concatenations of equal literals
 carry it without copying a row, and it becomes an array only where something reads its values
-(``get_column``, NumPy, a comparison of frames; the frame then keeps that array).  Most
+(``get_column``, NumPy, a comparison of frames; the frame then keeps that array) or counts its
+chunks (polars' ``n_chunks("all")``, for the count: :func:`chunk_counts` does not).  A query --
+``frame.select(pl.col(c).min())``, a null count -- reads its one value.  Most
 tables have several such columns -- the one source of a file, its one rank, one process's pid, the
 NVTX domain and graph id an export never fills -- a quarter of a 20 M-row nsys export's bytes and
 a seventh of a Kineto trace's.  The importers make them literal columns when they sort the table
@@ -54,6 +56,13 @@ def one_valued(rows: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> dic
     }
 
 
+def chunk_counts(frame: pl.DataFrame) -> list[int]:
+    """The number of chunks of each column of ``frame``, in order (a literal column's is 1),
+    without making any literal column's array: polars' ``n_chunks("all")`` makes the array of each
+    literal column it counts, and the frame keeps it (80 MB for an Int64 of ten million rows)."""
+    return [frame.select(name).n_chunks() for name in frame.columns]
+
+
 def with_literals(
     frame: pl.DataFrame, values: Mapping[str, Any], dtypes: Mapping[str, pl.DataType], order: Sequence[str]
 ) -> pl.DataFrame:
@@ -83,4 +92,4 @@ def as_literals(frame: pl.DataFrame) -> pl.DataFrame:
     return with_literals(frame.drop(values), values, frame.schema, frame.columns) if values else frame
 
 
-__all__ = ["as_literals", "literal_values", "one_valued", "with_literals"]
+__all__ = ["as_literals", "chunk_counts", "literal_values", "one_valued", "with_literals"]

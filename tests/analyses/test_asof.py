@@ -17,6 +17,9 @@ from traceq.analyses.asof import (
     latest_at_or_before,
     packed_latest,
 )
+from traceq.literal_columns import with_literals
+
+from ..test_literal_columns import held_bytes
 
 SETTINGS = settings(deadline=None, max_examples=200)
 
@@ -133,6 +136,24 @@ def test_a_column_of_one_value_splits_nothing_unless_a_query_holds_another() -> 
     assert other is not None and other[0].tolist() == [1, 1, 0] and other[1].tolist() == [1, -1, -1]
     empty = group_numbers(ranges.head(0), pl.DataFrame({"a": [4], "b": [7]}), ["a", "b"])
     assert empty is not None and empty[0].tolist() == [] and empty[1].tolist() == [-1]
+
+
+def test_literal_columns_are_numbered_as_their_arrays_and_never_made_arrays() -> None:
+    # A one-process part's pid is a literal column (one value, no rows held): counting its nulls
+    # or finding that it splits nothing must not make it an array of the frame's height.
+    ranges = pl.DataFrame({"b": [7, 7, 5, 9]})
+    points = pl.DataFrame({"b": [5, 7, 8]})
+    dtypes = {"pid": pl.Int64(), "b": pl.Int64()}
+    lit_ranges = with_literals(ranges, {"pid": 42}, dtypes, ["pid", "b"])
+    lit_points = with_literals(points, {"pid": 42}, dtypes, ["pid", "b"])
+    numbered = group_numbers(lit_ranges, lit_points, ["pid", "b"])
+    as_arrays = group_numbers(ranges.with_columns(pid=42), points.with_columns(pid=42), ["pid", "b"])
+    assert numbered is not None and as_arrays is not None
+    assert [a.tolist() for a in numbered] == [a.tolist() for a in as_arrays] == [[1, 1, 0, 2], [0, 1, -1]]
+    assert held_bytes(lit_ranges, "pid") < 64 and held_bytes(lit_points, "pid") < 64
+    nulls = with_literals(ranges, {"pid": None}, dtypes, ["pid", "b"])
+    assert group_numbers(nulls, lit_points, ["pid", "b"]) is None  # a null key groups nothing
+    assert held_bytes(nulls, "pid") < 64
 
 
 @SETTINGS

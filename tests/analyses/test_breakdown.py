@@ -19,8 +19,10 @@ from traceq.analyses import CAUSES, Options, analyze, breakdown
 from traceq.analyses.model import Analysis
 from traceq.analyses.steps import only_dev
 from traceq.errors import TraceqError
+from traceq.literal_columns import with_literals
 
 from ..builders import PID, TID, Row, api, kernel, launch, memcpy, nccl, step, table
+from ..test_literal_columns import held_bytes
 from .attribution_oracle import attribute
 
 SYNC_NAMES = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpy"}
@@ -298,4 +300,11 @@ def test_an_error_on_either_thread_reaches_the_caller_as_it_was_raised(
     [([3, 3, 3], 3), ([0], 0), ([], None), ([1, 2, 1], None), ([1, None], None), ([None], None)],
 )
 def test_only_dev_names_the_dev_when_every_row_has_the_same_one(devs: list[int | None], expected: int | None) -> None:
-    assert only_dev(pl.Series(devs, dtype=pl.UInt32)) == expected
+    assert only_dev(pl.DataFrame({"dev": pl.Series(devs, dtype=pl.UInt32), "x": range(len(devs))})) == expected
+
+
+def test_only_dev_reads_a_literal_dev_without_making_it_an_array() -> None:
+    dtypes = {"dev": pl.UInt32(), "x": pl.Int64()}
+    rows = with_literals(pl.DataFrame({"x": range(1000)}), {"dev": 3}, dtypes, ["dev", "x"])
+    assert only_dev(rows) == 3
+    assert held_bytes(rows, "dev") < 64  # still one value, not 1000

@@ -93,17 +93,20 @@ def group_numbers(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[s
     row whose group it does not hold); ``None`` where a ``by`` column is no integer column or holds
     a null, or the numbers would not fit.  A column with one value in both frames splits nothing and
     costs a min and a max."""
+    frames = (reference, queries)
+    if any(not frame.schema[column].is_integer() for frame in frames for column in by) or any(
+        any(frame.select(pl.col(by).null_count()).row(0)) for frame in frames if by
+    ):
+        return None  # (null counts by a query: a literal column -- one value in every row -- is not
+        # made an array of its height to be counted, nor below when it splits nothing)
     reference_group = np.zeros(reference.height, np.int64)
     query_group = np.zeros(queries.height, np.int64)
     span = 1
-    for column in by:
-        if any(not c.dtype.is_integer() or c.null_count() for c in (reference[column], queries[column])):
-            return None
     single = _single_values(reference, queries, by)
     for column in by:
-        columns = (reference.get_column(column), queries.get_column(column))
         if column in single:
             continue  # one value everywhere: it splits nothing
+        columns = (reference.get_column(column), queries.get_column(column))
         in_reference, in_queries = (c.cast(pl.Int64).to_numpy() for c in columns)
         values = _sorted_distinct(columns[0])
         span *= max(len(values), 1)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceq.analyses.column_arrays import Arrays, derived_from, known_arrays
+from traceq.literal_columns import chunk_counts
 
 
 def column_like(frame: pl.DataFrame, column: pl.Series) -> pl.Series:
@@ -24,10 +25,10 @@ def column_like(frame: pl.DataFrame, column: pl.Series) -> pl.Series:
         return column
     # (the most chunked column's cuts: a literal column -- one value for every row -- is one chunk
     # that lines up with any other, and a column cut as it is would be copied whole)
-    counts = frame.n_chunks("all")
-    lengths = frame.to_series(counts.index(max(counts))).chunk_lengths()
-    if len(lengths) == 1 and column.n_chunks() == 1:
-        return column
+    counts = chunk_counts(frame)
+    if max(counts) == 1:
+        return column.rechunk() if column.n_chunks() > 1 else column
+    lengths = frame.to_series(counts.index(max(counts))).chunk_lengths()  # (of many chunks: no literal)
     whole = column.rechunk() if column.n_chunks() > 1 else column
     pieces, offset = [], 0
     for length in lengths:

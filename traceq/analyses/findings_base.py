@@ -215,7 +215,7 @@ def classified_kernels(events: pl.DataFrame) -> pl.DataFrame:
 def _in_step_windows(rows: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """:func:`classified_kernels` ``rows`` with ``in_steps_ns``, their time inside ``windows``."""
     in_steps = np.zeros(rows.height, np.int64)
-    one = only_dev(rows.get_column("dev"))
+    one = only_dev(rows)
     devs = None if one is not None else column_array(rows, "dev")
     spans = iv.Intervals(column_array(rows, "start_ns"), column_array(rows, "end_ns"))
     for (dev,), win in windows.partition_by("dev", as_dict=True).items():

@@ -50,7 +50,7 @@ def steady_call_counts(
     synchronising calls, :func:`traceq.analyses.host_state.sync_calls`); ``device_table``: dev,
     source, pid; ``steady``: each dev's merged steady windows.  Devices without steady windows get 0.
     """
-    one = only_dev(launches.get_column("dev"))
+    one = only_dev(launches)
     if one is not None:  # one device: no copy
         launch_starts = {one: launches.get_column("start_ns").to_numpy()}
     else:

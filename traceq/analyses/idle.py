@@ -49,7 +49,7 @@ def idle_intervals(activity: pl.DataFrame, busy: Mapping[int, iv.Intervals], win
     (:func:`traceq.intervals.merge` of its rows; a dev without any: none or empty); ``windows``
     dev, start_ns, end_ns.  Columns: dev (UInt32), start_ns, end_ns, dur_ns; sorted by dev, start_ns.
     """
-    one = only_dev(activity.get_column("dev"))
+    one = only_dev(activity)
     devs = None if one is not None else column_array(activity, "dev")
     starts = column_array(activity, "start_ns")
     ends = column_array(activity, "end_ns")
@@ -326,13 +326,12 @@ def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame, link: LaunchLi
     order).  ``cpu``: :func:`cpu_rows` of the table ``link`` was made of; ``activity``: dev and
     ``slot`` (its launch key's)."""
     slot = column_array(activity, "slot")
-    devs = activity.get_column("dev")
     columns = ("source", "pid", "tid", "name", "start_ns", "end_ns", "correlation")
     # Per slot, the dev of its activity; one place more, where the rows without a key write (slot
     # NONE is -1: the last place) and which is then reset, so that no row needs a mask.
     dev_of = np.full(len(link.first_call) + 1, NONE, np.int64)
-    one = only_dev(devs)
-    dev = one if one is not None else devs.to_numpy().astype(np.int64)
+    one = only_dev(activity)
+    dev = one if one is not None else activity.get_column("dev").to_numpy().astype(np.int64)
     dev_of[slot] = dev
     dev_of[NONE] = NONE
     if one is not None or bool(np.all((dev_of[slot] == dev) | (slot < 0))):  # one device per key: a look-up
@@ -344,7 +343,7 @@ def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame, link: LaunchLi
     api_slot = link.cpu_slot.astype(np.int64)
     keyed = np.flatnonzero(api_slot >= 0)
     on = slot >= 0
-    work = pl.DataFrame({"dev": devs.to_numpy()[on], "slot": slot[on]}).unique()
+    work = pl.DataFrame({"dev": activity.get_column("dev").to_numpy()[on], "slot": slot[on]}).unique()
     calls_frame = gathered(cpu, keyed, *columns).with_columns(pl.Series("slot", api_slot[keyed]))
     return (
         calls_frame.with_row_index("_order")

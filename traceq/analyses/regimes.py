@@ -159,9 +159,9 @@ class _Rows:
                 for alias, c in (("memory", MEMORY_BOUND_CLASSES), ("math", MATH_CLASSES))
             ),
         )
-        devs = activity.get_column("dev")
+        one = only_dev(activity)
         return cls(
-            dev=one if (one := only_dev(devs)) is not None or devs.is_empty() else column_array(activity, "dev"),
+            dev=one if one is not None or activity.is_empty() else column_array(activity, "dev"),
             start_ns=column_array(activity, "start_ns"),
             end_ns=column_array(activity, "end_ns"),
             correlation=activity.get_column("correlation"),
@@ -215,8 +215,7 @@ def _verdict(shares: Mapping[str, int], step_ns: int, t_k: int | None, t_cpu: in
 
 def _of_dev(frame: pl.DataFrame, dev: int, n_devices: int) -> pl.DataFrame:
     """The rows of ``frame`` on ``dev``: ``frame`` itself, uncopied, where every row is (one device)."""
-    devs = frame.get_column("dev")
-    if n_devices == 1 and not devs.null_count() and devs.min() == devs.max() == dev:
+    if n_devices == 1 and only_dev(frame) == dev:
         return frame
     return frame.filter(pl.col("dev") == dev)
 

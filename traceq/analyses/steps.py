@@ -133,12 +133,16 @@ def gpu_rows_of(events: pl.DataFrame, kinds: tuple[str, ...], *columns: str) -> 
     return with_literals(picked, {k: key[k] for k in DEVICE_KEY}, events.schema, wanted)
 
 
-def only_dev(devs: pl.Series) -> int | None:
-    """The dev every value of ``devs`` is, where there is at least one and all are the same (no
-    null); else None.  (The common one-GPU part: its rows need no split by dev.)"""
-    if devs.is_empty() or devs.null_count() or devs.min() != devs.max():
+def only_dev(rows: pl.DataFrame) -> int | None:
+    """The dev of every row of ``rows``, where there is at least one and all have the same (no
+    null); else None.  (The common one-GPU part: its rows need no split by dev.)  Read by a query,
+    so that a ``dev`` that is a literal column -- as it is in the rows of one device -- is not made
+    an array of the rows' height to be read (:mod:`traceq.literal_columns`)."""
+    if rows.is_empty():
         return None
-    return int(devs[0])
+    dev = pl.col("dev")
+    nulls, low, high = rows.select(dev.null_count().alias("n"), dev.min().alias("lo"), dev.max().alias("hi")).row(0)
+    return None if nulls or low != high else int(low)
 
 
 def with_dev(rows: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
