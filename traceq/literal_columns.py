@@ -59,7 +59,7 @@ def one_valued(rows: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> dic
 def chunk_counts(frame: pl.DataFrame) -> list[int]:
     """The number of chunks of each column of ``frame``, in order (a literal column's is 1),
     without making any literal column's array: polars' ``n_chunks("all")`` makes the array of each
-    literal column it counts, and the frame keeps it (80 MB for an Int64 of ten million rows)."""
+    literal column to count it (86 ms and 153 MiB for two Int64 columns of ten million rows)."""
     return [frame.select(name).n_chunks() for name in frame.columns]
 
 
