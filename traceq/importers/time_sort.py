@@ -45,13 +45,14 @@ def sort_by_time(parts: list[pl.DataFrame], *, chunk_rows: int = CHUNK_ROWS) -> 
     # A column of one value (or all nulls) is the same in any order: a literal column, no rows.
     literals = literal_values(pl.concat(parts, how="vertical", rechunk=False))
     dtypes = parts[0].schema
-    unsorted = {name: [p.get_column(name) for p in parts] for name in names}
+    # (not the literals' pieces: a piece's own literal column would be made an array to be taken)
+    unsorted = {name: [p.get_column(name) for p in parts] for name in names if name not in literals}
     parts.clear()
     columns = []
     for name in names:
-        pieces = unsorted.pop(name)
         if name in literals:
             continue
+        pieces = unsorted.pop(name)
         # One contiguous array: gathering from a chunked one is about three times slower.
         # (pl.concat leaves a single Series' chunks as they are, hence rechunk() for one part.)
         whole = pl.concat(pieces, rechunk=True) if len(pieces) > 1 else pieces[0].rechunk()

@@ -635,6 +635,17 @@ def test_sort_by_time_is_a_stable_sort_by_start_then_end(tables: list[list[tuple
     assert table.equals(expected)
 
 
+def test_sort_by_time_leaves_the_parts_literal_columns_unmade() -> None:
+    # An importer's pieces may hold literal columns already (an nsys piece's one thread, kind,
+    # source): a column the sorted table holds as a literal is never read from the pieces.
+    rows = pl.DataFrame({"start_ns": range(999, -1, -1), "end_ns": range(1000, 0, -1)})
+    parts = [rows.with_columns(pl.lit(7, pl.Int64).alias("tid")) for _ in range(2)]
+    assert all(part.select("tid").estimated_size() < 64 for part in parts)
+    table = sort_by_time(list(parts))
+    assert table["start_ns"].to_list() == sorted([*range(1000), *range(1000)]) and table["tid"].to_list() == [7] * 2000
+    assert all(part.select("tid").estimated_size() < 64 for part in parts)  # not made 1000-row arrays
+
+
 def test_big_synthetic_export_repeats_its_base_steps(tmp_path: Path) -> None:
     base = read_nsys_sqlite(write_big_nsys_sqlite(tmp_path / "base.sqlite", 1, base_steps=2, layers=1))
     big = read_nsys_sqlite(write_big_nsys_sqlite(tmp_path / "big.sqlite", 3000, base_steps=2, layers=1))
