@@ -94,11 +94,12 @@ def group_numbers(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[s
     a null, or the numbers would not fit.  A column with one value in both frames splits nothing and
     costs a min and a max."""
     frames = (reference, queries)
-    if any(not frame.schema[column].is_integer() for frame in frames for column in by) or any(
-        any(frame.select(pl.col(by).null_count()).row(0)) for frame in frames if by
-    ):
-        return None  # (null counts by a query: a literal column -- one value in every row -- is not
-        # made an array of its height to be counted, nor below when it splits nothing)
+    if any(not frame.schema[column].is_integer() for frame in frames for column in by):
+        return None
+    # Nulls counted by a query: a literal column (one value in every row) is not made an array of
+    # its height to be counted, nor below where it splits nothing.
+    if by and any(any(frame.select(pl.col(by).null_count()).row(0)) for frame in frames):
+        return None
     reference_group = np.zeros(reference.height, np.int64)
     query_group = np.zeros(queries.height, np.int64)
     span = 1
