@@ -12,9 +12,9 @@ module moves tables in and out of the directory; :mod:`traceq.trace` encodes and
 **An entry is never served damaged.**  Its digest is a SHA-256 of the whole file as written (its
 first 128 bits, with the digest's own 32 characters read as zeros; :mod:`traceq.sealed_parquet`);
 :meth:`Cache.get` reads the entry's bytes, checks the digest, and decodes the table from the bytes
-it checked.  A bit flipped anywhere in
-the entry -- data pages, footer, metadata, the digest itself -- fails the check: the entry is
-discarded with one :class:`CacheWarning`, and the source is imported again.
+it checked.  A bit flipped anywhere in the entry -- data pages, footer, metadata, the digest
+itself -- fails the check: the entry is discarded with one :class:`CacheWarning`, and the source
+is imported again.
 
 **An entry is used only when the key of the source as it is now equals the stored key**:
 
