@@ -10,6 +10,8 @@ counted.  Peak RSS is not measured here: the parent reads it from ``os.wait4`` o
 Probes (the traceq ones run in traceq's environment; ``hta`` and ``pandas`` in bench/.venv-hta):
 
 * ``idle``    -- import traceq and do nothing: the baseline RSS of an interpreter with traceq;
+* ``machine`` -- how fast this machine is now (TRACE is not read): the cost of a fresh page of
+  memory and SHA-256's MB/s, printed with a run's tables so that runs of different days compare;
 * ``import``  -- ``traceq.load(TRACE, cache=False)``: rows, the GPU activity and API rows, and the
   size of the imported columns (polars' ``estimated_size``);
 * ``import-1core`` -- the same, pinned to one CPU with polars on one thread;
@@ -64,6 +66,41 @@ def probe_idle(trace: Path, args: argparse.Namespace) -> dict[str, Any]:
     import traceq  # noqa: F401
 
     return _timed(dict)
+
+
+CALIBRATION_BYTES = 256 << 20
+"""Fresh memory written by each of the ``machine`` probe's three tries (64 k pages of 4 KiB)."""
+
+
+def probe_machine(trace: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """``fresh_page_us``: the median of three tries of the time per page to first write fresh
+    anonymous memory (the kernel's fault and zeroing, paid for every page an import or a report
+    allocates; on a VM it moves with the host from hour to hour); ``sha256_mb_s``: the best of
+    three SHA-256 passes over 64 MiB already written (the CPU alone)."""
+    import ctypes
+    import hashlib
+    import mmap
+    import statistics
+
+    def measure() -> dict[str, Any]:
+        pages = CALIBRATION_BYTES // mmap.PAGESIZE
+        tries: list[float] = []
+        for _ in range(3):
+            with mmap.mmap(-1, CALIBRATION_BYTES) as memory:
+                view = (ctypes.c_char * CALIBRATION_BYTES).from_buffer(memory)
+                start = time.perf_counter()
+                ctypes.memset(view, 1, CALIBRATION_BYTES)
+                tries.append((time.perf_counter() - start) / pages * 1e6)
+                del view  # (the mapping cannot close while a view of it is alive)
+        data = bytes(range(256)) * (64 << 12)
+        hashed: list[float] = []
+        for _ in range(3):
+            start = time.perf_counter()
+            hashlib.sha256(data).digest()
+            hashed.append(len(data) / 1e6 / (time.perf_counter() - start))
+        return {"fresh_page_us": round(statistics.median(tries), 2), "sha256_mb_s": round(max(hashed))}
+
+    return _timed(measure)
 
 
 def probe_import(trace: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -169,6 +206,7 @@ def probe_pandas(trace: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 PROBES: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {
     "idle": probe_idle,
+    "machine": probe_machine,
     "import": probe_import,
     "import-1core": probe_import_one_core,
     "store": probe_store,

@@ -11,7 +11,10 @@ writes the preset's traces into ``--data`` (default ``bench/data/``, git-ignored
 there are reused); (2) HTA 0.5.0 is installed into ``bench/.venv-hta`` (never into traceq's
 environment) unless ``--no-hta``; (3) every file is read once so that all tools start from the
 page cache; (4) each probe of ``bench/probes.py`` runs ``--repeat`` times in a fresh child
-process, and the median wall time is kept:
+process, and the median wall time is kept; (5) before the first file and after the last, its
+``machine`` probe measures the machine's speed (a fresh page's cost, SHA-256's MB/s), printed
+with the tables: on a VM both move from hour to hour, and runs of different days compare only
+beside them.  Per file:
 
 * import (``traceq.load(..., cache=False)``): wall and CPU s, MB/s of uncompressed JSON, rows/s,
   peak RSS (``os.wait4`` of the child: its ``ru_maxrss``);
@@ -291,6 +294,29 @@ def machine() -> dict[str, Any]:
     }
 
 
+def machine_speed() -> dict[str, Any]:
+    """The ``machine`` probe's figures (a fresh page's cost, SHA-256's MB/s), from a child process:
+    its 256 MiB of fresh memory must not raise the peak RSS that later children start from."""
+    measured = probe(sys.executable, "machine", PROBES, repeat=1, timeout_s=120)
+    if measured.error is not None:
+        raise SystemExit(f"the machine probe failed: {measured.error}")
+    return {k: measured.extra[k] for k in ("fresh_page_us", "sha256_mb_s")}
+
+
+def speed_line(info: dict[str, Any]) -> str:
+    """The header's sentence on how fast the machine was at the run's start and end (empty for a
+    results file saved before runs measured it)."""
+    speed = info.get("speed", {})
+    if "start" not in speed or "end" not in speed:
+        return ""
+    start, end = speed["start"], speed["end"]
+    return (
+        f" Its speed at the start and the end of the run (`bench/probes.py machine`): a fresh 4 KiB page "
+        f"{start['fresh_page_us']:.2f} and {end['fresh_page_us']:.2f} µs, SHA-256 "
+        f"{start['sha256_mb_s']:,} and {end['sha256_mb_s']:,} MB/s."
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # tables
 
@@ -525,7 +551,7 @@ def render_markdown(results: Sequence[FileResult], info: dict[str, Any], preset:
         f"Measured with `{command}` (preset `{preset}`) at revision `{info['revision']}`.\n",
         f"**Machine**: {info['cpu']}, {info['cores']} cores, {gib:.0f} GiB RAM; {info['os']}; "
         f"Python {info['python']}; {versions}; HTA {info.get('hta', 'not run')}. "
-        f"Load average at the start: {', '.join(str(x) for x in info['load_average'])}.\n",
+        f"Load average at the start: {', '.join(str(x) for x in info['load_average'])}.{speed_line(info)}\n",
         f"Peak RSS includes the interpreter with traceq, polars and pyarrow loaded "
         f"({_mb(idle)} MiB when idle). Wall times are medians of {info['repeat']} run(s), each in a fresh process.\n",
     ]
@@ -609,6 +635,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         info["hta"] = HTA_REQUIREMENT.split("==")[1]
     idle = probe(sys.executable, "idle", PROBES, repeat=1, timeout_s=120)
     info["idle_rss_bytes"] = idle.peak_rss_bytes
+    info["speed"] = {"start": machine_speed()}
     results = [
         bench_file(
             record,
@@ -621,6 +648,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         for record in records
     ]
+    info["speed"]["end"] = machine_speed()
     command = "python bench/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
     custom = any(getattr(args, o) is not None for o in ("kineto_mb", "nsys_rows", "real_mb", "rocm_mb")) or args.only
     saved = args.data / f"results-{'custom' if custom else args.preset}.json"

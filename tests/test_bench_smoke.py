@@ -50,6 +50,45 @@ def test_run_measures_every_file_of_the_smoke_preset(smoke_run: tuple[Path, subp
     assert "### The columnar cache" in done.stdout
 
 
+def test_the_run_measures_the_machines_speed_at_its_start_and_end(
+    smoke_run: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    data, done = smoke_run
+    speed = json.loads((data / "results-smoke.json").read_text())["machine"]["speed"]
+    assert set(speed) == {"start", "end"}
+    for when in speed.values():
+        assert when["fresh_page_us"] > 0 and when["sha256_mb_s"] > 0
+    start, end = speed["start"], speed["end"]
+    assert (
+        f"a fresh 4 KiB page {start['fresh_page_us']:.2f} and {end['fresh_page_us']:.2f} µs, "
+        f"SHA-256 {start['sha256_mb_s']:,} and {end['sha256_mb_s']:,} MB/s." in done.stdout
+    )
+
+
+def test_a_results_file_saved_before_the_speed_was_measured_renders_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    run = importlib.import_module("run")
+    info = {
+        "cpu": "a CPU",
+        "cores": 2,
+        "memory_bytes": 1 << 30,
+        "os": "Linux",
+        "python": "3.11",
+        "versions": {"traceq": "0.1.0"},
+        "revision": "abc1234",
+        "load_average": [0.5, 0.5, 0.5],
+        "repeat": 1,
+    }
+    header = run.render_markdown([], info, "smoke", "python bench/run.py")
+    assert "Load average at the start: 0.5, 0.5, 0.5.\n" in header
+    info["speed"] = {
+        "start": {"fresh_page_us": 2.5, "sha256_mb_s": 1800},
+        "end": {"fresh_page_us": 3.0, "sha256_mb_s": 1750},
+    }
+    header = run.render_markdown([], info, "smoke", "python bench/run.py")
+    assert "a fresh 4 KiB page 2.50 and 3.00 µs, SHA-256 1,800 and 1,750 MB/s.\n" in header
+
+
 def test_the_three_kineto_layouts_hold_the_same_document(
     smoke_run: tuple[Path, subprocess.CompletedProcess[str]],
 ) -> None:
