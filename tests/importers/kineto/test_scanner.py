@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -136,6 +137,7 @@ def test_numbers_are_read_correctly_rounded_like_python(tmp_path: Path) -> None:
         "1e-7",
         "2.5e-3",
         "9007199254740993",
+        "18446744073709551621",  # 2**64 + 5: twenty digits, more than a uint64 mantissa holds
         "0.30000000000000004",
         "1.7976931348623157e308",
         "4.9e-324",
@@ -150,6 +152,49 @@ def test_numbers_are_read_correctly_rounded_like_python(tmp_path: Path) -> None:
     got = block.frame["ts"].to_list()
     assert [math.copysign(1, v) * abs(v) for v in got] == [float(t) for t in texts]
     assert block.closed and block.events == len(texts)
+
+
+@st.composite
+def json_numbers(draw: st.DrawFn) -> str:
+    """JSON number texts of every length around the scanner's eight-digit steps and its 19-digit
+    mantissa: integer parts of 1-25 digits, fractions of 1-25 digits (leading zeros included)."""
+    sign = draw(st.sampled_from(["", "-"]))
+    integer = draw(st.one_of(st.just("0"), st.builds(str.__add__, st.sampled_from("123456789"), st.text("0123456789"))))
+    fraction = draw(st.one_of(st.just(""), st.text("0123456789", min_size=1, max_size=25).map(lambda d: "." + d)))
+    exponent = draw(
+        st.one_of(
+            st.just(""),
+            st.builds(
+                lambda e, s, d: f"{e}{s}{d}", st.sampled_from("eE"), st.sampled_from(["", "+", "-"]), st.integers(0, 40)
+            ),
+        )
+    )
+    return sign + integer[:25] + fraction + exponent
+
+
+def _as_int64_field(text: str) -> int | None:
+    """What an integer field holds for a JSON number: a plain integer in int64's range, or an
+    integral number whose double is below 2**63 in magnitude; else null."""
+    if text.lstrip("-").isdigit():
+        value = int(text)
+        return value if -(2**63) <= value < 2**63 else None
+    as_float = float(text)
+    return int(as_float) if math.isfinite(as_float) and as_float == int(as_float) and abs(as_float) < 2**63 else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(json_numbers(), min_size=1, max_size=16), st.sampled_from(["", " ", "\n      "]))
+def test_numbers_of_every_length_read_as_python_reads_them(texts: list[str], space: str) -> None:
+    # Each number three times: a float field, an integer field, and a key the scanner skips (which
+    # it validates all the same); the last one ends the buffer, where no eight-byte step fits.
+    events = ",".join(f'{{"ph":"C","ts":{space}{t},"args":{{"correlation":{t},"skipped":{t}{space}}}}}' for t in texts)
+    buf = ("[" + events + "]").encode()
+    spec = scanner.FieldSpec.of({"idx": pl.UInt32(), "ts": pl.Float64(), "args.correlation": pl.Int64()}, ())
+    block = scanner.scan_block(buf, 1, len(buf), first=True, spec=spec, first_index=0)
+    assert block.closed and block.events == len(texts)
+    floats = block.frame["ts"].to_list()
+    assert [(v, math.copysign(1, v)) for v in floats] == [(float(t), math.copysign(1, float(t))) for t in texts]
+    assert block.frame["args.correlation"].to_list() == [_as_int64_field(t) for t in texts]
 
 
 @pytest.mark.parametrize(
@@ -299,8 +344,6 @@ _TEXTS = st.one_of(
 def test_dictionary_encoding_gives_the_categorical_a_cast_gives(values: list[str | None], dirty_padding: bool) -> None:
     # The scanner's text views become Categorical columns through the compiled encode(): the same
     # values as polars' own cast, whatever bytes pad a short string's view.
-    import pyarrow as pa
-
     array = pa.array(values, type=pa.string_view())
     validity, views, *variadic = array.buffers()
     raw = bytearray(views.to_pybytes())
@@ -317,3 +360,32 @@ def test_dictionary_encoding_gives_the_categorical_a_cast_gives(values: list[str
     assert column.dtype == pl.Categorical
     assert column.to_list() == values
     assert column.n_unique() == pl.Series(values, dtype=pl.String).n_unique()
+
+
+def _string_views(rows: list[str | None]) -> tuple[bytes, bytes, bytes]:
+    """Arrow string views of ``rows`` with every long string in one data buffer, as the scanner
+    writes them: (views, validity, data)."""
+    views, validity, data = bytearray(), bytearray((len(rows) + 7) // 8), bytearray()
+    for row, value in enumerate(rows):
+        raw = (value or "").encode()
+        if value is not None:
+            validity[row // 8] |= 1 << (row % 8)
+        if len(raw) <= 12:
+            views += len(raw).to_bytes(4, "little") + raw.ljust(12, b"\0")
+        else:
+            views += len(raw).to_bytes(4, "little") + raw[:4] + bytes(4) + len(data).to_bytes(4, "little")
+            data += raw
+    return bytes(views), bytes(validity), bytes(data)
+
+
+@pytest.mark.parametrize("distinct", [1, 511, 512, 513, 5000])
+def test_dictionary_encoding_codes_many_distinct_values_in_order_of_first_appearance(distinct: int) -> None:
+    # encode()'s table of codes starts with room for 512 values and doubles as it fills: values
+    # coded before it grew are found again after (each value comes back, reversed, later), never
+    # coded twice.
+    values = [f"v{i}" if i % 3 else f"a value longer than twelve bytes, {i}" for i in range(distinct)]
+    rows = [*values, None, *values[::-1], *values[::7]]
+    views, validity, data = _string_views(rows)
+    encoded = scanner._dictionary(views, len(rows), validity, 1, [pa.py_buffer(data)])
+    assert encoded.dictionary.to_pylist() == values
+    assert encoded.indices.to_pylist() == [None if v is None else values.index(v) for v in rows]

@@ -427,6 +427,50 @@ static inline void gather(Num *n, unsigned char c, int fraction) {
     n->exponent -= fraction;
 }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ASCII_ZEROS UINT64_C(0x3030303030303030)
+
+static const uint64_t POW10_U64[] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+
+/* The value of the eight ASCII digits in w, the first (the most significant) in its lowest byte:
+   digits pairwise, then pairs of pairs, then the two halves (three multiplications, not eight). */
+static inline uint64_t eight_digits(uint64_t w) {
+    w -= ASCII_ZEROS;
+    w = w * 10 + (w >> 8);
+    return (((w & UINT64_C(0x000000FF000000FF)) * (100 + (UINT64_C(1000000) << 32))) +
+            (((w >> 16) & UINT64_C(0x000000FF000000FF)) * (1 + (UINT64_C(10000) << 32)))) >>
+           32;
+}
+
+/* The run of digits at q (to at most e), gathered eight bytes at a time while the mantissa
+   already holds a significant digit (so that every digit counts) and has room for them all (19
+   digits): gather() does the rest, one digit at a time. */
+static inline Ptr gather_run(Num *n, Ptr q, Ptr e, int fraction) {
+    while (n->mantissa && q + 8 <= e) {
+        uint64_t w;
+        memcpy(&w, q, 8);
+        /* a byte below '0' sets its top bit in w - '0'...; one above '9' in w + 0x46...; neither
+           borrows nor carries into the bytes before the first such byte, which are all we read */
+        uint64_t stop = ((w - ASCII_ZEROS) | (w + UINT64_C(0x4646464646464646))) & UINT64_C(0x8080808080808080);
+        int k = stop ? tq_ctz64(stop) / 8 : 8;
+        if (k == 0 || n->digits + k > 19) break;
+        uint64_t run = k == 8 ? w : (w << (8 * (8 - k))) | (ASCII_ZEROS >> (8 * k)); /* '0's before */
+        n->mantissa = n->mantissa * POW10_U64[k] + eight_digits(run);
+        n->digits += k;
+        n->exponent -= fraction * k;
+        q += k;
+        if (k < 8) return q;
+    }
+    for (; q < e && is_digit(*q); q++) gather(n, *q, fraction);
+    return q;
+}
+#else
+static inline Ptr gather_run(Num *n, Ptr q, Ptr e, int fraction) {
+    for (; q < e && is_digit(*q); q++) gather(n, *q, fraction);
+    return q;
+}
+#endif
+
 /* The number starting at p, validated (JSON's grammar), with its digits gathered as it goes. */
 static Ptr number_read(Scan *s, Ptr p, Ptr e, Num *n) {
     Ptr q = p;
@@ -440,7 +484,8 @@ static Ptr number_read(Scan *s, Ptr p, Ptr e, Num *n) {
     if (*q == '0') {
         q++;
     } else if (*q >= '1' && *q <= '9') {
-        for (; q < e && is_digit(*q); q++) gather(n, *q, 0);
+        gather(n, *q, 0);
+        q = gather_run(n, q + 1, e, 0);
     } else {
         return fail(s, "a number that is not JSON");
     }
@@ -448,7 +493,7 @@ static Ptr number_read(Scan *s, Ptr p, Ptr e, Num *n) {
         n->plain = 0;
         q++;
         if (q >= e || !is_digit(*q)) return fail(s, "a number that is not JSON");
-        for (; q < e && is_digit(*q); q++) gather(n, *q, 1);
+        q = gather_run(n, q, e, 1);
     }
     if (q < e && (*q == 'e' || *q == 'E')) {
         n->plain = 0;
@@ -1011,6 +1056,32 @@ static uint64_t hash_bytes(Ptr p, size_t n) {
     return mix(mix(a, tail[0]), mix(b, tail[1]));
 }
 
+#define ENCODE_FIRST_SLOTS 1024
+
+/* encode()'s table of codes (slots of a code + 1, 0 where free) at twice its size, its codes placed
+   again by their hashes, and room in hashes for as many codes as half the new table holds; NULL
+   (table, hashes and their sizes left as they were, the table freed) where memory runs out. */
+static int32_t *grown(int32_t *table, size_t *slots, uint64_t **hashes, size_t *hashes_cap, size_t count) {
+    size_t bigger = *slots * 2;
+    int32_t *wider = calloc(bigger, sizeof *wider);
+    uint64_t *more = wider ? realloc(*hashes, bigger / 2 * sizeof *more) : NULL;
+    if (!more) {
+        free(wider);
+        free(table);
+        return NULL;
+    }
+    for (size_t code = 0; code < count; code++) {
+        size_t at = (size_t)more[code] & (bigger - 1);
+        while (wider[at]) at = (at + 1) & (bigger - 1);
+        wider[at] = (int32_t)code + 1;
+    }
+    free(table);
+    *slots = bigger;
+    *hashes = more;
+    *hashes_cap = bigger / 2;
+    return wider;
+}
+
 PyDoc_STRVAR(encode_doc,
              "encode(views, rows, validity, data0, data1) -> (codes, distinct, count)\n\n"
              "Dictionary-encode a column of `rows` Arrow string views (16 bytes each) whose long views point into\n"
@@ -1033,13 +1104,14 @@ static PyObject *encode(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "buffers shorter than the rows");
         goto release;
     }
-    size_t n = (size_t)rows, slots = 64;
-    while (slots < 2 * n) slots *= 2; /* at most half full, even if every row is distinct */
+    /* The table of codes starts small and doubles while it is more than half full: a column has
+       few distinct values as a rule, and a small table stays in the CPU's caches. */
+    size_t n = (size_t)rows, slots = ENCODE_FIRST_SLOTS, hashes_cap = ENCODE_FIRST_SLOTS / 2;
     size_t codes_cap, distinct_cap;
     int32_t *codes = pool_take((n ? n : 1) * sizeof(int32_t), &codes_cap);
     unsigned char *distinct = pool_take((n ? n : 1) * VIEW_BYTES, &distinct_cap);
     int32_t *table = calloc(slots, sizeof *table); /* a code + 1; 0 where free */
-    uint64_t *hashes = malloc((n ? n : 1) * sizeof *hashes);
+    uint64_t *hashes = malloc(hashes_cap * sizeof *hashes);
     if (!codes || !distinct || !table || !hashes) {
         pool_give(codes, codes_cap);
         pool_give(distinct, distinct_cap);
@@ -1049,12 +1121,17 @@ static PyObject *encode(PyObject *self, PyObject *args) {
         goto release;
     }
     size_t count = 0;
+    int out_of_memory = 0;
     const unsigned char *bits = valid_held ? valid.buf : NULL;
     Py_BEGIN_ALLOW_THREADS
     for (size_t row = 0; row < n; row++) {
         if (bits && !(bits[row >> 3] & (1u << (row & 7)))) {
             codes[row] = 0;
             continue;
+        }
+        if (count == hashes_cap && !(table = grown(table, &slots, &hashes, &hashes_cap, count))) {
+            out_of_memory = 1;
+            break;
         }
         const unsigned char *v = (const unsigned char *)views.buf + row * VIEW_BYTES;
         uint32_t len;
@@ -1113,6 +1190,12 @@ static PyObject *encode(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     free(table);
     free(hashes);
+    if (out_of_memory) {
+        pool_give(codes, codes_cap);
+        pool_give(distinct, distinct_cap);
+        PyErr_NoMemory();
+        goto release;
+    }
     out = Py_BuildValue("(NNn)", hand_over(codes, n * sizeof(int32_t), codes_cap),
                         hand_over(distinct, count * VIEW_BYTES, distinct_cap), (Py_ssize_t)count);
 release:
