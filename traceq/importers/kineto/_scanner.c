@@ -442,10 +442,13 @@ static inline uint64_t eight_digits(uint64_t w) {
            32;
 }
 
-/* The run of digits at q (to at most e), gathered eight bytes at a time while the mantissa
-   already holds a significant digit (so that every digit counts) and has room for them all (19
-   digits): gather() does the rest, one digit at a time. */
+#endif
+
+/* The run of digits at q (to at most e), gathered eight bytes at a time (on little-endian CPUs)
+   while the mantissa already holds a significant digit (so that every digit counts) and has room
+   for them all (19 digits): gather() does the rest, one digit at a time. */
 static inline Ptr gather_run(Num *n, Ptr q, Ptr e, int fraction) {
+#ifdef ASCII_ZEROS
     while (n->mantissa && q + 8 <= e) {
         uint64_t w;
         memcpy(&w, q, 8);
@@ -461,15 +464,10 @@ static inline Ptr gather_run(Num *n, Ptr q, Ptr e, int fraction) {
         q += k;
         if (k < 8) return q;
     }
-    for (; q < e && is_digit(*q); q++) gather(n, *q, fraction);
-    return q;
-}
-#else
-static inline Ptr gather_run(Num *n, Ptr q, Ptr e, int fraction) {
-    for (; q < e && is_digit(*q); q++) gather(n, *q, fraction);
-    return q;
-}
 #endif
+    for (; q < e && is_digit(*q); q++) gather(n, *q, fraction);
+    return q;
+}
 
 /* The number starting at p, validated (JSON's grammar), with its digits gathered as it goes. */
 static Ptr number_read(Scan *s, Ptr p, Ptr e, Num *n) {
