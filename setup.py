@@ -1,9 +1,10 @@
-"""Build the compiled readers (traceq/importers/kineto/_scanner.c and nsys/_column_reader.c); everything
-else is in pyproject.toml.
+"""Build the compiled readers (traceq/importers/kineto/_scanner.c and nsys/_column_reader.c) and the
+interval kernel (traceq/_interval_kernels.c); everything else is in pyproject.toml.
 
-The readers are optional: where they cannot be built (no C compiler, no Python headers) the install
-goes on without them, with setuptools' warning, and traceq reads traces with its pure-Python readers
-(the same tables, slower: docs/performance.md; traceq warns once when it reads that way).  Settings,
+They are optional: where they cannot be built (no C compiler, no Python headers) the install goes
+on without them, with setuptools' warning, and traceq reads traces with its pure-Python readers
+(the same tables, slower: docs/performance.md; traceq warns once when it reads that way) and
+merges intervals with NumPy (the same results, with more temporary memory).  Settings,
 read from the environment at build time:
 
 * ``TRACEQ_REQUIRE_EXTENSIONS=1``: a reader that fails to build fails the install (CI and the wheel
@@ -52,6 +53,13 @@ def _extensions() -> list[Extension]:
             optional=not _flag("TRACEQ_REQUIRE_EXTENSIONS"),
         )
         for module in ("kineto._scanner", "nsys._column_reader")
+    ] + [
+        # The interval engine's one-pass union of sorted intervals (traceq/interval_union.py).
+        Extension(
+            "traceq._interval_kernels",
+            sources=["traceq/_interval_kernels.c"],
+            optional=not _flag("TRACEQ_REQUIRE_EXTENSIONS"),
+        )
     ]
 
 

@@ -4,8 +4,9 @@
     python scripts/smoke_install.py --expect pure       # .ci/run, after an install with no compiler
 
 It reports the shipped samples (both formats and the ranks folder) through the installed CLI and checks
-that the install has (or lacks) the compiled readers as expected, with the one warning where it
-lacks them (tests/importers/test_compiled.py checks that both ways give the same reports).  Outputs
+that the install has (or lacks) the compiled readers and the interval kernel as expected, with the
+one warning where it lacks the readers (tests/importers/test_compiled.py checks that both ways give
+the same reports).  Outputs
 go to a temporary folder.  Exit status 0 when every check holds; the first failure is printed.
 """
 
@@ -41,14 +42,19 @@ def main() -> None:
     parser.add_argument("--expect", choices=("compiled", "pure"), required=True)
     expect = parser.parse_args().expect
 
-    probe = "import traceq, traceq.importers.compiled as c; print(traceq.__file__); print(*c.build().missing)"
+    probe = (
+        "import traceq, traceq.importers.compiled as c, traceq.interval_union as u; "
+        "print(traceq.__file__); print(*c.build().missing); print(u.COMPILED)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        where, missing = subprocess.run(
+        where, missing, kernel = subprocess.run(
             [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp
-        ).stdout.split("\n")[:2]
-        print(f"smoke: traceq imported from {where}; missing compiled readers: {missing or 'none'}")
+        ).stdout.split("\n")[:3]
+        print(f"smoke: traceq imported from {where}; missing compiled readers: {missing or 'none'}; kernel: {kernel}")
         if (expect == "compiled") != (missing == ""):
             raise SystemExit(f"smoke: expected an install with {expect} readers, found missing: {missing!r}")
+        if (expect == "compiled") != (kernel == "True"):
+            raise SystemExit(f"smoke: expected an install with {expect} intervals, found the kernel built: {kernel}")
         for name in TRACES:
             report, stderr = _report(SAMPLES / name, Path(tmp) / f"{name}.json")
             warned = stderr.count(WARNING)

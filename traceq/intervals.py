@@ -44,6 +44,7 @@ import polars as pl
 
 from traceq import window_slices
 from traceq.errors import InvalidArgumentError
+from traceq.interval_union import union_arrays
 from traceq.sorted_search import Positions, distinct, is_sorted, searchsorted, searchsorted_from
 
 Int64Array = npt.NDArray[np.int64]
@@ -169,35 +170,17 @@ def merge(iv: Intervals) -> Intervals:
 
     Overlapping, nested and touching intervals fuse (``[0, 5) + [5, 9) -> [0, 9)``); zero-length
     ones vanish.  Returns ``iv`` itself when it is already normalised.  O(n) when ``iv`` is sorted
-    by start, else O(n log n).
+    by start (one pass), else O(n log n) (:mod:`traceq.interval_union`).
     """
-    start, end = iv.start_ns, iv.end_ns
-    nonempty = start < end
-    n = int(np.count_nonzero(nonempty))
-    if n == 0:
-        return iv if len(iv) == 0 else Intervals.empty()
-    if is_sorted(start):
-        if n < len(iv):
-            start, end = start[nonempty], end[nonempty]
-        # Sorted by start (one stream's layout): a running maximum of the ends is how far the
-        # current component reaches, so no sort is needed.
-        reach = np.maximum.accumulate(end)
-        boundary = np.flatnonzero(reach[:-1] < start[1:])
-        if boundary.size == n - 1:
-            return iv if n == len(iv) else Intervals._trusted(start, end)
-        return _from_boundaries(start, reach, boundary)
-    # Sorting starts and ends separately is enough (two SIMD sorts beat one argsort threefold):
-    # the (i+1)-th smallest end precedes the (i+2)-th smallest start exactly when nothing is
-    # running between them, which is a boundary between components.
-    start, end = start.copy(), end.copy()  # sorted in place below; the input is never touched
-    if n < len(iv):
-        # A zero-length interval would pose as a component of its own; overwriting it with a
-        # copy of a real interval changes nothing and is cheaper than compressing the arrays.
-        empty, real = ~nonempty, int(np.argmax(nonempty))
-        start[empty], end[empty] = start[real], end[real]
-    start.sort()
-    end.sort()
-    return _from_boundaries(start, end, np.flatnonzero(end[:-1] < start[1:]))
+    start, end = union_arrays(iv.start_ns, iv.end_ns)
+    return iv if start is iv.start_ns else Intervals._trusted(start, end)
+
+
+def merge_where(iv: Intervals, mask: npt.NDArray[np.bool_]) -> Intervals:
+    """``merge(iv.where(mask))``: where the selected intervals are sorted by start, without their copy."""
+    if mask.shape != iv.start_ns.shape:
+        raise InvalidArgumentError(f"a mask of shape {mask.shape} for {len(iv)} intervals")
+    return Intervals._trusted(*union_arrays(iv.start_ns, iv.end_ns, mask))
 
 
 def union(first: Intervals, *rest: Intervals) -> Intervals:

@@ -1,8 +1,9 @@
 """The compiled readers are optional, and every way traceq reads without them gives the same reports.
 
 Specification (issue 17, "install"): an install with no C compiler still installs (``setup.py``
-marks both extensions optional) and reads every trace with the pure-Python readers -- the same
-report, with one ``traceq: warning:`` line saying why it is slower; ``TRACEQ_REQUIRE_EXTENSIONS=1``
+marks the extensions optional), reads every trace with the pure-Python readers and merges intervals
+with NumPy (``traceq.interval_union``) -- the same report, with one ``traceq: warning:`` line
+saying why it is slower; ``TRACEQ_REQUIRE_EXTENSIONS=1``
 makes a failed build fail the install.  The plain-C code an ARM or non-Linux build runs (no SSE2,
 no Linux page moves, no compiler builtins: ``TRACEQ_PORTABLE_C=1``) is built and checked here on
 Linux, against the same reports.
@@ -21,11 +22,13 @@ from typing import Any
 
 import pytest
 
+from traceq import interval_union
 from traceq.importers.compiled import READERS, build
 
 from ..conftest import REPO, SAMPLES
 
 TRACES = ("training_step.pt.trace.json.gz", "training_step.nsys.sqlite", "ranks")
+KERNEL = "traceq._interval_kernels"
 WARNING = "traceq: warning: traceq was installed without the Kineto JSON scanner and the nsys column reader"
 
 # Run the CLI in a fresh interpreter after `prelude` has arranged which compiled modules it finds.
@@ -36,7 +39,10 @@ from traceq.cli import main
 sys.argv = ["traceq", *sys.argv[1:]]
 main()
 """
-_WITHOUT = "\n".join(f"sys.modules[{name!r}] = None  # an import of it raises ImportError" for name in READERS)
+# (the interval kernel too: the reports of an install built without a compiler)
+_WITHOUT = "\n".join(
+    f"sys.modules[{name!r}] = None  # an import of it raises ImportError" for name in (*READERS, KERNEL)
+)
 _FROM_BUILD = """
 import importlib.machinery, importlib.util
 for name, path in {paths!r}.items():
@@ -79,6 +85,7 @@ def _build(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[s
         source / "traceq" / "importers",
         ignore=shutil.ignore_patterns("*.so", "*.py", "*.pyi"),
     )
+    shutil.copy(REPO / "traceq" / "_interval_kernels.c", source / "traceq")
     shutil.copy(REPO / "setup.py", source)
     shutil.copy(REPO / "pyproject.toml", source)
     shutil.copy(REPO / "README.md", source)
@@ -114,10 +121,11 @@ def _has_compiler() -> bool:
 needs_compiler = pytest.mark.skipif(not _has_compiler(), reason="needs a C compiler and Python's headers")
 
 
-def test_this_install_has_both_compiled_readers_where_the_build_required_them() -> None:
+def test_this_install_has_both_compiled_readers_and_the_kernel_where_the_build_required_them() -> None:
     if os.environ.get("TRACEQ_REQUIRE_EXTENSIONS") != "1":
         pytest.skip("the install was not built with TRACEQ_REQUIRE_EXTENSIONS=1 (CI sets it)")
     assert build().missing == ()
+    assert interval_union.COMPILED
 
 
 @pytest.mark.parametrize("trace", TRACES)
@@ -149,7 +157,7 @@ def test_with_no_compiler_the_build_goes_on_without_the_readers(tmp_path: Path) 
     built = _build(tmp_path, {"CC": "false", "TRACEQ_REQUIRE_EXTENSIONS": ""})
     assert built.returncode == 0, built.stderr
     assert not list((tmp_path / "lib").rglob("*.so")) and not list((tmp_path / "lib").rglob("*.pyd"))
-    assert built.stderr.count("failed") >= len(READERS)
+    assert built.stderr.count("failed") >= len(READERS) + 1  # and the interval kernel
 
 
 def test_with_no_compiler_a_build_that_requires_the_readers_fails(tmp_path: Path) -> None:

@@ -265,7 +265,7 @@ def _unions(activity: pl.DataFrame, n_devices: int) -> dict[int, Busy]:
         if not comm_mask.any():  # (no communication, as on one GPU: the compute is all of it)
             unions[dev] = Busy(compute=busy, comm=iv.Intervals.empty(), every=busy)
             continue
-        comm, compute = iv.merge(all_iv.where(comm_mask)), iv.merge(all_iv.where(~comm_mask))
+        comm, compute = iv.merge_where(all_iv, comm_mask), iv.merge_where(all_iv, ~comm_mask)
         unions[dev] = Busy(compute=compute, comm=comm, every=busy)
     return unions
 

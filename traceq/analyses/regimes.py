@@ -179,7 +179,7 @@ class _Rows:
 
     def union(self, rows: BoolArray) -> iv.Intervals:
         """The union of the selected rows' spans."""
-        return iv.merge(iv.Intervals._trusted(self.start_ns, self.end_ns).where(rows))
+        return iv.merge_where(iv.Intervals._trusted(self.start_ns, self.end_ns), rows)
 
     def inside(self, rows: BoolArray, windows: iv.Intervals) -> BoolArray:
         """The selected rows that share a ns with ``windows``."""
