@@ -79,7 +79,11 @@ def _sorted_compiled(start_ns: Int64Array, end_ns: Int64Array, mask: BoolArray |
         return None
     if k == _ALREADY_MERGED:
         return start_ns, end_ns
-    return out_start[:k], out_end[:k]
+    # Shrunk in place (realloc: a large block's tail is handed back, nothing copied), so that a
+    # few components do not hold the address space of all the intervals.
+    out_start.resize(k, refcheck=False)
+    out_end.resize(k, refcheck=False)
+    return out_start, out_end
 
 
 def _sorted_numpy(start_ns: Int64Array, end_ns: Int64Array) -> Arrays | None:
@@ -97,7 +101,7 @@ def _sorted_numpy(start_ns: Int64Array, end_ns: Int64Array) -> Arrays | None:
     boundary = np.flatnonzero(reach[:-1] < start_ns[1:])
     if boundary.size == n - 1:
         return start_ns, end_ns
-    return _components(start_ns, reach, boundary)
+    return components(start_ns, reach, boundary)
 
 
 def _unsorted(start_ns: Int64Array, end_ns: Int64Array) -> Arrays:
@@ -117,10 +121,10 @@ def _unsorted(start_ns: Int64Array, end_ns: Int64Array) -> Arrays:
         start[empty], end[empty] = start[real], end[real]
     start.sort()
     end.sort()
-    return _components(start, end, np.flatnonzero(end[:-1] < start[1:]))
+    return components(start, end, np.flatnonzero(end[:-1] < start[1:]))
 
 
-def _components(start: Int64Array, end: Int64Array, boundary: npt.NDArray[np.intp]) -> Arrays:
+def components(start: Int64Array, end: Int64Array, boundary: npt.NDArray[np.intp]) -> Arrays:
     """Components of sorted intervals, where ``boundary`` holds each index after which one ends
     (``end`` is how far each interval's component reaches)."""
     first = np.concatenate(([0], boundary + 1))
@@ -128,4 +132,4 @@ def _components(start: Int64Array, end: Int64Array, boundary: npt.NDArray[np.int
     return start[first], end[last]
 
 
-__all__ = ["COMPILED", "union_arrays"]
+__all__ = ["COMPILED", "components", "union_arrays"]

@@ -44,7 +44,7 @@ import polars as pl
 
 from traceq import window_slices
 from traceq.errors import InvalidArgumentError
-from traceq.interval_union import union_arrays
+from traceq.interval_union import components, union_arrays
 from traceq.sorted_search import Positions, distinct, is_sorted, searchsorted, searchsorted_from
 
 Int64Array = npt.NDArray[np.int64]
@@ -371,7 +371,7 @@ def merge_by_key(iv: Intervals, key: npt.ArrayLike) -> tuple[Int64Array, Interva
     keys, start, end = keys[by_start], start[by_start], end[np.lexsort((end, keys))]
     boundary = np.flatnonzero((keys[:-1] != keys[1:]) | (end[:-1] < start[1:]))
     first = np.concatenate(([0], boundary + 1))
-    return keys[first], _from_boundaries(start, end, boundary)
+    return keys[first], Intervals._trusted(*components(start, end, boundary))
 
 
 def measure_by_key(iv: Intervals, key: npt.ArrayLike) -> tuple[Int64Array, Int64Array]:
@@ -433,13 +433,6 @@ def _check_window(window_start_ns: int, window_end_ns: int) -> None:
 def _drop_empty(start: Int64Array, end: Int64Array) -> tuple[Int64Array, Int64Array]:
     nonempty = start < end
     return (start, end) if nonempty.all() else (start[nonempty], end[nonempty])
-
-
-def _from_boundaries(start: Int64Array, end: Int64Array, boundary: npt.NDArray[np.intp]) -> Intervals:
-    """Components of sorted intervals, where ``boundary`` holds each index after which one ends."""
-    first = np.concatenate(([0], boundary + 1))
-    last = np.concatenate((boundary, [start.size - 1]))
-    return Intervals._trusted(start[first], end[last])
 
 
 def _covered_up_to(m: Intervals, covered_before: Int64Array, t: Int64Array, k: Positions) -> Int64Array:
