@@ -263,9 +263,11 @@ def _wanted_rows(rows: pl.DataFrame, want: pl.DataFrame) -> tuple[np.ndarray, di
         )
         return mine.get_column("_thread").to_numpy(), {c: mine.get_column(c).to_numpy() for c in _STATE_COLUMNS}
     want_group, row_group = groups
-    thread_of_group = np.full(max(len(want_group), 1), -1, np.int64)
+    # One slot more than the wanted groups, -1, which a row of no wanted group (-1) reads: each
+    # row's thread in one look-up, with no array of the rows' size besides its result.
+    thread_of_group = np.full(len(want_group) + 1, -1, np.int64)
     thread_of_group[want_group] = want.get_column("_thread").to_numpy()
-    thread = np.where(row_group >= 0, thread_of_group[np.maximum(row_group, 0)], -1)
+    thread = thread_of_group[row_group]
     columns = coded.select(*states)
     kept = thread >= 0
     if kept.all():
