@@ -6,8 +6,8 @@
 It reports the shipped samples (both formats and the ranks folder) through the installed CLI and checks
 that the install has (or lacks) the compiled readers and the interval kernel as expected, with the
 one warning where it lacks the readers (tests/importers/test_compiled.py checks that both ways give
-the same reports).  Outputs
-go to a temporary folder.  Exit status 0 when every check holds; the first failure is printed.
+the same reports).  Outputs go to a temporary folder.  Exit status 0 when every check holds; the
+first failure is printed.
 """
 
 from __future__ import annotations

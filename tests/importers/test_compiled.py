@@ -3,10 +3,9 @@
 Specification (issue 17, "install"): an install with no C compiler still installs (``setup.py``
 marks the extensions optional), reads every trace with the pure-Python readers and merges intervals
 with NumPy (``traceq.interval_union``) -- the same report, with one ``traceq: warning:`` line
-saying why it is slower; ``TRACEQ_REQUIRE_EXTENSIONS=1``
-makes a failed build fail the install.  The plain-C code an ARM or non-Linux build runs (no SSE2,
-no Linux page moves, no compiler builtins: ``TRACEQ_PORTABLE_C=1``) is built and checked here on
-Linux, against the same reports.
+saying why it is slower; ``TRACEQ_REQUIRE_EXTENSIONS=1`` makes a failed build fail the install.
+The plain-C code an ARM or non-Linux build runs (no SSE2, no Linux page moves, no compiler
+builtins: ``TRACEQ_PORTABLE_C=1``) is built and checked here on Linux, against the same reports.
 """
 
 from __future__ import annotations
