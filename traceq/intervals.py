@@ -134,10 +134,14 @@ class Intervals:
     def where(self, mask: npt.NDArray[np.bool_]) -> Intervals:
         """The intervals that ``mask`` (one flag each) selects, in order; taken by position (a Boolean
         index of each array costs up to four times as much where the flags are mixed)."""
-        if mask.shape != self.start_ns.shape:
-            raise InvalidArgumentError(f"a mask of shape {mask.shape} for {len(self)} intervals")
+        self._check_mask(mask)
         picked = np.flatnonzero(mask)
         return Intervals._trusted(self.start_ns[picked], self.end_ns[picked])
+
+    def _check_mask(self, mask: npt.NDArray[np.bool_]) -> None:
+        """Raise unless ``mask`` holds one flag per interval."""
+        if mask.shape != self.start_ns.shape:
+            raise InvalidArgumentError(f"a mask of shape {mask.shape} for {len(self)} intervals")
 
     def lengths_ns(self) -> Int64Array:
         """``end_ns - start_ns`` per interval, in ns (a new array)."""
@@ -178,8 +182,7 @@ def merge(iv: Intervals) -> Intervals:
 
 def merge_where(iv: Intervals, mask: npt.NDArray[np.bool_]) -> Intervals:
     """``merge(iv.where(mask))``: where the selected intervals are sorted by start, without their copy."""
-    if mask.shape != iv.start_ns.shape:
-        raise InvalidArgumentError(f"a mask of shape {mask.shape} for {len(iv)} intervals")
+    iv._check_mask(mask)
     return Intervals._trusted(*union_arrays(iv.start_ns, iv.end_ns, mask))
 
 
