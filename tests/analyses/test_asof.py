@@ -15,6 +15,7 @@ from traceq.analyses.asof import (
     join_asof_by,
     join_by,
     latest_at_or_before,
+    one_group,
     packed_latest,
 )
 from traceq.literal_columns import with_literals
@@ -136,6 +137,38 @@ def test_a_column_of_one_value_splits_nothing_unless_a_query_holds_another() -> 
     assert other is not None and other[0].tolist() == [1, 1, 0] and other[1].tolist() == [1, -1, -1]
     empty = group_numbers(ranges.head(0), pl.DataFrame({"a": [4], "b": [7]}), ["a", "b"])
     assert empty is not None and empty[0].tolist() == [] and empty[1].tolist() == [-1]
+
+
+@SETTINGS
+@given(
+    ranges=st.lists(st.tuples(st.sampled_from([4, 4, 5, None]), st.sampled_from([7, 7, 8])), min_size=0, max_size=6),
+    points=st.lists(st.tuples(st.sampled_from([4, 4, 5, None]), st.sampled_from([7, 7, 8])), min_size=0, max_size=6),
+)
+def test_one_group_says_whether_every_row_of_both_frames_holds_the_same_keys(
+    ranges: list[tuple[int | None, int]], points: list[tuple[int | None, int]]
+) -> None:
+    def of(rows: list[tuple[int | None, int]]) -> pl.DataFrame:
+        return pl.DataFrame(
+            {"a": [a for a, _ in rows], "b": [b for _, b in rows]}, schema={"a": pl.Int64, "b": pl.Int64}
+        )
+
+    keys = set(ranges) | set(points)
+    want = bool(ranges) and bool(points) and len(keys) == 1 and None not in next(iter(keys))
+    assert one_group(of(ranges), of(points), ["a", "b"]) is want
+    if want:  # then every row of both is group 0, as the numbers say
+        numbered = group_numbers(of(ranges), of(points), ["a", "b"])
+        assert numbered is not None and {*numbered[0].tolist(), *numbered[1].tolist()} == {0}
+    assert one_group(of(ranges), of(points), []) is (bool(ranges) and bool(points))
+
+
+def test_one_group_reads_literal_columns_without_making_them_arrays() -> None:
+    dtypes = {"pid": pl.Int64(), "b": pl.Int64()}
+    ranges = with_literals(pl.DataFrame({"b": [7]}), {"pid": 42}, dtypes, ["pid", "b"])
+    points = with_literals(pl.DataFrame({"b": [7, 7, 7]}), {"pid": 42}, dtypes, ["pid", "b"])
+    assert one_group(ranges, points, ["pid", "b"])
+    assert not one_group(ranges, with_literals(pl.DataFrame({"b": [7]}), {"pid": 41}, dtypes, ["pid", "b"]), ["pid"])
+    assert not one_group(ranges.with_columns(pl.col("b").cast(pl.String)), points, ["b"])  # no integer key
+    assert held_bytes(points, "pid") < 64
 
 
 def test_literal_columns_are_numbered_as_their_arrays_and_never_made_arrays() -> None:

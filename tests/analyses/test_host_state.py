@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from traceq import intervals as iv
@@ -170,3 +172,63 @@ def test_a_threads_busy_time_is_its_recorded_time_without_steps_where_another_th
     # A loader range on the thread itself is not another thread's.
     itself = host_state(_thread_rows([*own, (10, 70, 80, False, True)]), [("/a", 1, 10)])
     assert itself.threads[("/a", 1, 10)].busy == iv.Intervals.empty()
+
+
+_FLAG_ROWS = st.tuples(
+    st.sampled_from(["/a", "/a", "/b"]),
+    st.sampled_from([1, 1, 2, None]),
+    st.sampled_from([10, 10, 11]),
+    st.integers(0, 50),
+    st.integers(0, 20),
+    *(st.sampled_from([True, False, False, None]) for _ in range(3)),
+)
+
+
+@settings(deadline=None, max_examples=150)
+@given(
+    rows=st.lists(_FLAG_ROWS, max_size=12),
+    wanted=st.lists(
+        st.tuples(st.sampled_from(["/a", "/b"]), st.sampled_from([1, 2]), st.sampled_from([10, 11])),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_each_wanted_threads_sync_loader_and_compile_time_is_the_union_of_its_own_flagged_rows(
+    rows: list[tuple[str, int | None, int, int, int, bool | None, bool | None, bool | None]],
+    wanted: list[tuple[str, int, int]],
+) -> None:
+    """Whichever way the rows are looked up -- every row one wanted thread's, thread numbers, or a
+    join where a pid is null -- a thread's sync, loader and compile sets are the unions of its own
+    rows with that flag (a null flag is not set), and its recorded time the union of all its rows."""
+    frame = pl.DataFrame(
+        [
+            (src, pid, tid, s, s + d, sync, loader, compiling, False)
+            for src, pid, tid, s, d, sync, loader, compiling in rows
+        ],
+        schema={
+            "source": pl.String,
+            "pid": pl.Int64,
+            "tid": pl.Int64,
+            "start_ns": pl.Int64,
+            "end_ns": pl.Int64,
+            "_sync": pl.Boolean,
+            "_loader": pl.Boolean,
+            "_compile": pl.Boolean,
+            "_step": pl.Boolean,
+        },
+        orient="row",
+    ).with_columns(pl.lit("range").cast(pl.Enum(["range", "cuda_api"])).alias("kind"))
+    states = host_state(frame, wanted).threads
+
+    def union(flag: int | None, key: tuple[str, int, int]) -> iv.Intervals:
+        spans = [(r[3], r[3] + r[4]) for r in rows if r[:3] == key and (flag is None or r[flag])]
+        return iv.merge(iv.Intervals.from_arrays([s for s, _ in spans], [e for _, e in spans]))
+
+    for key in wanted:
+        got = states[key]
+        assert (got.sync, got.loader, got.compile, got.recorded) == (
+            union(5, key),
+            union(6, key),
+            union(7, key),
+            union(None, key),
+        ), key

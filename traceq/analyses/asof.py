@@ -127,6 +127,21 @@ def group_numbers(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[s
     return np.searchsorted(numbers, reference_group), np.where(known, dense, -1)
 
 
+def one_group(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[str]) -> bool:
+    """Whether ``reference`` and ``queries`` (each at least one row) hold one and the same ``by``
+    values (integer columns, no nulls) in every row: then :func:`group_numbers` would number every
+    row 0, and its caller needs no numbers.  A null count, a min and a max of each column per frame."""
+    if reference.is_empty() or queries.is_empty():
+        return False
+    if not by:
+        return True
+    if any(not frame.schema[column].is_integer() for frame in (reference, queries) for column in by):
+        return False
+    if any(any(frame.select(pl.col(by).null_count()).row(0)) for frame in (reference, queries)):
+        return False
+    return _single_values(reference, queries, by) == set(by)
+
+
 def _single_values(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[str]) -> set[str]:
     """The ``by`` columns (null-free) whose reference holds one value (at least one row) that every
     query holds too: a min and a max of each column, in one query per frame."""

@@ -27,7 +27,7 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq.analyses.asof import group_numbers, integer_groups
+from traceq.analyses.asof import group_numbers, integer_groups, one_group
 from traceq.analyses.memo import per_frame
 from traceq.analyses.steps import compile_step_pattern
 from traceq.literal_columns import one_valued, with_literals
@@ -210,28 +210,31 @@ def host_state(rows: pl.DataFrame, threads: list[ThreadKey]) -> HostState:
         {"source": [t[0] for t in wanted], "pid": [t[1] for t in wanted], "tid": [t[2] for t in wanted]},
         schema={"source": pl.String, "pid": pl.Int64, "tid": pl.Int64},
     ).with_row_index("_thread")
-    thread, arrays = _wanted_rows(rows, want)
+    thread, state_rows = _wanted_rows(rows, want)
     states: dict[ThreadKey, ThreadState] = {}
     empty = iv.Intervals.empty()
-    for i, mask in _rows_by_thread(thread, len(wanted)):
-        start, end = arrays["start_ns"][mask], arrays["end_ns"][mask]
-        sync, loader, compiling, step = (arrays[c][mask] for c in ("_sync", "_loader", "_compile", "_step"))
+    for i, mine in _rows_by_thread(thread, len(wanted)):
+        start, end = state_rows.start_ns[mine], state_rows.end_ns[mine]
         states[wanted[i]] = ThreadState(
-            sync=_merged_where(start, end, sync),
-            loader=_merged_where(start, end, loader),
-            compile=_merged_where(start, end, compiling),
+            sync=state_rows.merged("_sync", thread, i),
+            loader=state_rows.merged("_loader", thread, i),
+            compile=state_rows.merged("_compile", thread, i),
             recorded=iv.merge(iv.Intervals(start, end)),
-            busy=_merged_where(start, end, ~step) if _loads_elsewhere(wanted[i], loader_by_thread) else empty,
+            busy=_merged_where(start, end, state_rows.unflagged("_step")[mine])
+            if _loads_elsewhere(wanted[i], loader_by_thread)
+            else empty,
         )
     for key in wanted:
         states.setdefault(key, ThreadState(empty, empty, empty, empty, empty))
     return HostState(threads=states, loader_by_thread=loader_by_thread)
 
 
-def _rows_by_thread(thread: np.ndarray, n_threads: int) -> list[tuple[int, np.ndarray | slice]]:
-    """Each thread (0 to ``n_threads`` - 1) that has rows in ``thread`` (each row's thread), in the
-    order their first rows come, with its rows in table order: every row, uncopied, where one
-    thread has them all (the usual case: no sort)."""
+def _rows_by_thread(thread: np.ndarray | int, n_threads: int) -> list[tuple[int, np.ndarray | slice]]:
+    """Each thread (0 to ``n_threads`` - 1) that has rows in ``thread`` (each row's thread, or the one
+    thread of every row), in the order their first rows come, with its rows in table order: every
+    row, uncopied, where one thread has them all (the usual case: no sort)."""
+    if isinstance(thread, int):
+        return [(thread, slice(None))]
     if len(thread) and thread.min() == thread.max():
         return [(int(thread[0]), slice(None))]
     order = np.argsort(thread, kind="stable")  # (each thread's rows stay in table order)
@@ -242,37 +245,74 @@ def _rows_by_thread(thread: np.ndarray, n_threads: int) -> list[tuple[int, np.nd
 
 
 _THREAD: Final = ("source", "pid", "tid")
-_STATE_COLUMNS: Final = ("start_ns", "end_ns", "_sync", "_loader", "_compile", "_step")
+_FLAGS: Final = ("_sync", "_loader", "_compile", "_step")
+_STATE_COLUMNS: Final = ("start_ns", "end_ns", *_FLAGS)
 """What :func:`host_state` reads of each labelled row besides its thread."""
 
 
-def _wanted_rows(rows: pl.DataFrame, want: pl.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+@dataclass(frozen=True)
+class _StateRows:
+    """The wanted threads' rows as :func:`host_state` reads them: their spans, and for each flag
+    the positions of the rows that have it (a few among millions: no mask of the rows' size)."""
+
+    start_ns: iv.Int64Array
+    end_ns: iv.Int64Array
+    flagged: dict[str, np.ndarray[Any, np.dtype[np.int64]]]
+
+    @classmethod
+    def of(cls, rows: pl.DataFrame) -> _StateRows:
+        """``rows``' :data:`_STATE_COLUMNS` (a null flag is not set)."""
+        positions = rows.select(pl.col(c).fill_null(False).arg_true().cast(pl.Int64).implode() for c in _FLAGS)
+        return cls(
+            rows.get_column("start_ns").to_numpy(),
+            rows.get_column("end_ns").to_numpy(),
+            {c: positions.item(0, c).to_numpy() for c in _FLAGS},
+        )
+
+    def merged(self, flag: str, thread: np.ndarray | int, i: int) -> iv.Intervals:
+        """The merged spans of thread ``i``'s rows with ``flag`` (``thread``: each row's, or the one
+        thread of every row)."""
+        rows = self.flagged[flag]
+        if not isinstance(thread, int):
+            rows = rows[thread[rows] == i]
+        return iv.merge(iv.Intervals(self.start_ns[rows], self.end_ns[rows])) if rows.size else iv.Intervals.empty()
+
+    def unflagged(self, flag: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """Per row, whether it lacks ``flag``."""
+        out = np.ones(self.start_ns.size, np.bool_)
+        out[self.flagged[flag]] = False
+        return out
+
+
+def _wanted_rows(rows: pl.DataFrame, want: pl.DataFrame) -> tuple[np.ndarray | int, _StateRows]:
     """The rows of the threads of ``want`` (source, pid, tid, ``_thread``: its number), in table
-    order: each one's ``_thread`` and the :data:`_STATE_COLUMNS` as arrays.  Each row's thread is
-    looked up by its group number (the rows are not copied where every row is a wanted thread's);
-    by a join where the keys do not pack into numbers (a null pid or tid)."""
+    order: each one's ``_thread`` (one number where one thread has every row, the usual case) and
+    their :class:`_StateRows`.  Each row's thread is looked up by its group number (the rows are
+    not copied where every row is a wanted thread's); by a join where the keys do not pack into
+    numbers (a null pid or tid)."""
     (coded, coded_want), by, _ = integer_groups([rows.select(*_THREAD, *_STATE_COLUMNS), want], _THREAD)
-    states = [pl.col(c) if c.endswith("_ns") else pl.col(c).fill_null(False) for c in _STATE_COLUMNS]
+    columns = coded.select(_STATE_COLUMNS)
+    if want.height == 1 and one_group(coded_want, coded, by):
+        return int(want.item(0, "_thread")), _StateRows.of(columns)
     groups = group_numbers(coded_want, coded, by)
     if groups is None:
         mine = (
             coded.lazy()
             .join(coded_want.lazy().select(*by, "_thread"), on=by, how="inner", nulls_equal=True, maintain_order="left")
-            .select("_thread", *states)
+            .select("_thread", *_STATE_COLUMNS)
             .collect()
         )
-        return mine.get_column("_thread").to_numpy(), {c: mine.get_column(c).to_numpy() for c in _STATE_COLUMNS}
+        return mine.get_column("_thread").to_numpy(), _StateRows.of(mine)
     want_group, row_group = groups
     # One slot more than the wanted groups, -1, which a row of no wanted group (-1) reads: each
     # row's thread in one look-up, with no array of the rows' size besides its result.
     thread_of_group = np.full(len(want_group) + 1, -1, np.int64)
     thread_of_group[want_group] = want.get_column("_thread").to_numpy()
     thread = thread_of_group[row_group]
-    columns = coded.select(*states)
     kept = thread >= 0
     if kept.all():
-        return thread, {c: columns.get_column(c).to_numpy() for c in _STATE_COLUMNS}
-    return thread[kept], {c: columns.get_column(c).to_numpy()[kept] for c in _STATE_COLUMNS}
+        return thread, _StateRows.of(columns)
+    return thread[kept], _StateRows.of(columns.filter(pl.Series(kept)))
 
 
 def _loads_elsewhere(key: ThreadKey, loader_by_thread: Mapping[ThreadKey, iv.Intervals]) -> bool:
