@@ -327,19 +327,27 @@ def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame, link: LaunchLi
     ``slot`` (its launch key's)."""
     slot = column_array(activity, "slot")
     columns = ("source", "pid", "tid", "name", "start_ns", "end_ns", "correlation")
-    # Per slot, the dev of its activity; one place more, where the rows without a key write (slot
-    # NONE is -1: the last place) and which is then reset, so that no row needs a mask.
-    dev_of = np.full(len(link.first_call) + 1, NONE, np.int64)
+    # (a row of cpu has a slot only if it is a keyed cuda_api call; a mask picks the calls: a
+    # filter of ten million rows costs a third of a gather)
     one = only_dev(activity)
-    dev = one if one is not None else activity.get_column("dev").to_numpy().astype(np.int64)
+    if one is not None:
+        # Per slot, whether it has activity; one place more, where the rows without a key write
+        # (slot NONE is -1: the last place) and which is then reset, so that no row needs a mask.
+        # (bytes, not devs: an eighth of the fresh memory for ten million keys and calls)
+        has_activity = np.zeros(len(link.first_call) + 1, np.bool_)
+        has_activity[slot] = True
+        has_activity[NONE] = False
+        calls = has_activity[link.cpu_slot]
+        return cpu.select(columns).filter(pl.Series(calls)).select(pl.lit(one, pl.UInt32).alias("dev"), pl.all())
+    # Per slot, the dev of its activity (the same extra place)
+    dev_of = np.full(len(link.first_call) + 1, NONE, np.int64)
+    dev = activity.get_column("dev").to_numpy().astype(np.int64)
     dev_of[slot] = dev
     dev_of[NONE] = NONE
-    if one is not None or bool(np.all((dev_of[slot] == dev) | (slot < 0))):  # one device per key: a look-up
-        # (a row of cpu has a slot only if it is a keyed cuda_api call)
+    if bool(np.all((dev_of[slot] == dev) | (slot < 0))):  # one device per key: a look-up
         found = dev_of[link.cpu_slot]
-        calls = found >= 0  # (a mask: a filter of ten million rows costs a third of a gather)
-        of_dev = pl.lit(one, pl.UInt32) if one is not None else pl.Series(found[calls], dtype=pl.UInt32)
-        return cpu.select(columns).filter(pl.Series(calls)).select(of_dev.alias("dev"), pl.all())
+        calls = found >= 0
+        return cpu.select(columns).filter(pl.Series(calls)).select(pl.Series("dev", found[calls], pl.UInt32), pl.all())
     api_slot = link.cpu_slot.astype(np.int64)
     keyed = np.flatnonzero(api_slot >= 0)
     on = slot >= 0
