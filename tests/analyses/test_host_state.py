@@ -192,14 +192,19 @@ _FLAG_ROWS = st.tuples(
         min_size=1,
         max_size=3,
     ),
+    one_thread=st.booleans(),
 )
 def test_each_wanted_threads_sync_loader_and_compile_time_is_the_union_of_its_own_flagged_rows(
     rows: list[tuple[str, int | None, int, int, int, bool | None, bool | None, bool | None]],
     wanted: list[tuple[str, int, int]],
+    one_thread: bool,
 ) -> None:
     """Whichever way the rows are looked up -- every row one wanted thread's, thread numbers, or a
     join where a pid is null -- a thread's sync, loader and compile sets are the unions of its own
     rows with that flag (a null flag is not set), and its recorded time the union of all its rows."""
+    if one_thread:  # every row the one wanted thread's (the usual part: no look-up)
+        wanted = wanted[:1]
+        rows = [(*wanted[0], *row[3:]) for row in rows]
     frame = pl.DataFrame(
         [
             (src, pid, tid, s, s + d, sync, loader, compiling, False)
