@@ -34,22 +34,27 @@ def _nested(draw: Any, lo: int, hi: int, depth: int) -> list[tuple[int, int]]:
 
 @st.composite
 def nested_case(draw: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Ranges that nest properly on each thread, and points on known and unknown threads."""
+    """Ranges that nest properly on each thread, and points on known and unknown threads; or, one
+    time in two, every range and point on one thread (the usual part: no group numbers)."""
     rows = []
-    for source, pid, tid in draw(st.lists(st.sampled_from(THREADS), max_size=3, unique=True)):
+    one = draw(st.booleans())
+    threads = THREADS[:1] if one else draw(st.lists(st.sampled_from(THREADS), max_size=3, unique=True))
+    for source, pid, tid in threads:
         rows += [(source, pid, tid, s, e) for s, e in _nested(draw, 0, 40, 4)]
-    return _ranges(rows), _points(draw)
+    return _ranges(rows), _points(draw, THREADS[:1] if one else None)
 
 
 @st.composite
 def any_case(draw: Any) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Ranges that may overlap without nesting (NVTX start/end ranges), zero-length ones included."""
+    """Ranges that may overlap without nesting (NVTX start/end ranges), zero-length ones included;
+    one time in two all on one thread, with the points."""
     rows = []
+    threads = THREADS[:1] if draw(st.booleans()) else THREADS
     for _ in range(draw(st.integers(0, 14))):
-        source, pid, tid = draw(st.sampled_from(THREADS))
+        source, pid, tid = draw(st.sampled_from(threads))
         start = draw(st.integers(0, 40))
         rows.append((source, pid, tid, start, start + draw(st.integers(0, 12))))
-    return _ranges(rows), _points(draw)
+    return _ranges(rows), _points(draw, threads if len(threads) == 1 else None)
 
 
 def _ranges(rows: list[tuple[str, int, int, int, int]]) -> pl.DataFrame:
@@ -61,8 +66,8 @@ def _ranges(rows: list[tuple[str, int, int, int, int]]) -> pl.DataFrame:
     return prepared(frame, BY)
 
 
-def _points(draw: Any) -> pl.DataFrame:
-    threads = [*THREADS, ("r2.json", 1, 1)]  # one thread without ranges
+def _points(draw: Any, only: list[tuple[str, int, int]] | None = None) -> pl.DataFrame:
+    threads = only or [*THREADS, ("r2.json", 1, 1)]  # (one thread without ranges)
     n = draw(st.integers(0, 16))
     # (ids in falling order: an answer in id order is not one in the points' order)
     rows = [(*draw(st.sampled_from(threads)), n - i, draw(st.integers(-1, 54))) for i in range(n)]

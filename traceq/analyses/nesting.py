@@ -45,6 +45,7 @@ from traceq.analyses.asof import (
     int64_of,
     integer_groups,
     join_asof_by,
+    one_group,
     packed_latest,
 )
 from traceq.analyses.launch_link import as_index
@@ -185,10 +186,13 @@ def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequenc
     asked once per **segment** instead: between two consecutive bounds (starts and ends) of a
     group's ranges, the same ranges have started and ended, so every point of the segment has the
     answer of its first ns, and each point is then one search for its segment and one look-up."""
-    groups = group_numbers(ranges, points, by)
-    if groups is None:
+    if one_group(ranges, points, by):  # (one thread's ranges and points, the usual part: no numbers)
+        range_group: Array = np.zeros(ranges.height, np.int64)
+        point_group: Array | int = 0
+    elif (groups := group_numbers(ranges, points, by)) is not None:
+        range_group, point_group = groups
+    else:
         return None
-    range_group, point_group = groups
     point_ids = points.get_column("_point")
     if ranges.is_empty() or points.is_empty():
         return points.select("_point", pl.lit(None, dtype=pl.UInt32).alias(_IDX))
@@ -200,7 +204,7 @@ def _innermost_by_search(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequenc
     if len(keys) < SEGMENT_RATIO * 2 * len(rule.starts):
         answer = rule.answer(keys)
         return None if answer is None else pl.DataFrame([point_ids, _range_ids(answer)])
-    bounds = distinct(np.concatenate([rule.starts, rule.ends]))
+    bounds = distinct(np.concatenate([rule.starts, rule.ends]), runs=True)  # (two sorted runs)
     per_segment = rule.answer(bounds)
     if per_segment is None:
         return None
@@ -252,9 +256,13 @@ class _DepthRule:
         ends = np.sort(group * width + (end - low), kind="stable")
         return cls(ranges, group, start, end, int64_of(ranges, "_depth"), low, width, starts, ends)
 
-    def keys(self, group: Array, t: Array) -> Array:
-        """Points' packed keys (``group`` −1: below every range's key)."""
-        return group * self.width + (t - self.low)
+    def keys(self, group: Array | int, t: Array) -> Array:
+        """Points' packed keys (``group``: each point's, −1 below every range's key, or the one
+        group of every point)."""
+        keys = t - self.low
+        if not isinstance(group, int) or group:
+            keys += group * self.width  # (in place: no third array of the points' size)
+        return keys
 
     def answer(self, keys: Array) -> Array | None:
         """Per packed key, the ``_range`` of the innermost range open there, −1 where none; ``None``

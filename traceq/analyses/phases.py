@@ -278,7 +278,7 @@ def _measured_apart(
     lo = min(int(x.min()) for x in spans if len(x))
     hi = max(int(x.max()) for x in spans if len(x))
     idle = iv.complement(every_merged, lo, hi)
-    bounds = distinct(np.concatenate([idle.start_ns, idle.end_ns, *breaks]))
+    bounds = distinct(np.concatenate([idle.start_ns, idle.end_ns, *breaks]), runs=True)  # each part sorted, or nearly
     seg_start, seg_end = bounds[:-1], bounds[1:]
     keep = _inside(seg_start, idle)
     idle_start = seg_start[keep]
@@ -372,7 +372,7 @@ def _innermost(points: np.ndarray, start: np.ndarray, end: np.ndarray, key: np.n
     millions of segments), each point read in the segment that starts at or before it.  A point
     ``p`` lies in segment ``[b_j, b_j+1)``; an interval ``[s, e)`` covers that segment exactly when
     ``s <= p < e``, since both of its ends are bounds."""
-    bounds = distinct(np.concatenate([start, end]))
+    bounds = distinct(np.concatenate([start, end]), runs=True)  # (ranges by start: two runs, or nearly)
     # One more _EMPTY: a point at or past the last bound reads it, and so does one before the
     # first bound (segment -1).
     painted = np.append(_paint(bounds, start, end, key), _EMPTY)
