@@ -167,3 +167,40 @@ def test_apart_activities_are_measured_as_the_painted_segments(
     }
     handed = _device_phases(acts, win, gap_frame, by_cause, range_frame, n_keys, merged=Busy(**spans))
     assert {k: v.tolist() for k, v in handed.items()} == {k: v.tolist() for k, v in painted.items()}
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 10), st.integers(-1, 4)), max_size=10),
+    st.lists(SPAN, max_size=6),
+    st.lists(PAIR, min_size=1, max_size=4),
+)
+def test_overlapping_activities_are_measured_as_the_painted_segments_whatever_union_is_handed(
+    compute: list[tuple[int, int, int]], comm: list[tuple[int, int, int]], windows: list[tuple[int, int]]
+) -> None:
+    """Compute activities that may overlap (several streams), zero-length ones included: the
+    measures equal the painted segments', with or without the caller's unions (which tell whether
+    the compute activities are apart without copying them)."""
+    m_start, m_end, m_key = _apart_spans(comm)
+    acts = pl.DataFrame(
+        {
+            "start_ns": [s for s, _, _ in compute] + m_start,
+            "end_ns": [s + d for s, d, _ in compute] + m_end,
+            "phase_key": [k for _, _, k in compute] + m_key,
+            "is_comm": [False] * len(compute) + [True] * len(m_start),
+        },
+        schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "phase_key": pl.Int64, "is_comm": pl.Boolean},
+    ).sort("start_ns", "end_ns", maintain_order=True)
+    win = _disjoint(windows)
+    assume(len(win) > 0)
+    no_gaps = pl.DataFrame(schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "thread": pl.Int64})
+    no_ranges = pl.DataFrame(schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "key": pl.Int64, "tid": pl.Int64})
+    painted = _device_phases(acts, win, no_gaps, {}, no_ranges, 6, painted=True)
+    unions = Busy(
+        compute=_disjoint([(s, d) for s, d, _ in compute]),
+        comm=_disjoint([(s, e - s) for s, e in zip(m_start, m_end, strict=True)]),
+        every=_disjoint([(s, d) for s, d, _ in compute] + [(s, e - s) for s, e in zip(m_start, m_end, strict=True)]),
+    )
+    for merged in (None, unions):
+        found = _device_phases(acts, win, no_gaps, {}, no_ranges, 6, merged=merged)
+        assert {k: v.tolist() for k, v in found.items()} == {k: v.tolist() for k, v in painted.items()}

@@ -218,16 +218,30 @@ def _device_phases(
     breaks = [win.start_ns, win.end_ns]
     breaks += [f.get_column(c).to_numpy() for f in (gaps, ranges) for c in ("start_ns", "end_ns")]
     breaks += [x for c in causes.values() for x in (c.start_ns, c.end_ns)]
-    if a_comm.any():
-        apart = ~a_comm
-        compute, comm = (a_start[apart], a_end[apart], a_key[apart]), (a_start[a_comm], a_end[a_comm], a_key[a_comm])
-    else:  # (no copies of a device's millions of compute activities)
-        compute, comm = (a_start, a_end, a_key), (a_start[:0], a_end[:0], a_key[:0])
-    if not painted and _apart(*compute[:2]) and _apart(*comm[:2]):
-        compute_merged = iv.merge(iv.Intervals._trusted(*compute[:2])) if merged is None else merged.compute
-        every_merged = iv.merge(iv.Intervals._trusted(a_start, a_end)) if merged is None else merged.every
-        out, idle_start, idle_len = _measured_apart(compute_merged, every_merged, compute, comm, win, breaks, n_keys)
+    every: _Spans = (a_start, a_end, a_key)
+    comm_rows = a_comm if a_comm.any() else None
+    comm = _rows_of(every, comm_rows if comm_rows is not None else slice(0))
+    # (the compute activities, copied out of all of them only where they are read alone)
+    compute: _Spans | None = every if comm_rows is None else None
+    if painted or not _apart(*comm[:2]):
+        apart = False
+    elif merged is not None and len(merged.compute) == len(a_start) - len(comm[0]):
+        apart = True  # (their union has a component per compute activity: none overlaps or touches another)
     else:
+        compute = compute if compute is not None else _rows_of(every, ~a_comm)
+        apart = _apart(*compute[:2])
+    if apart:
+        if merged is not None:
+            compute_merged, every_merged = merged.compute, merged.every
+        else:
+            assert compute is not None  # (copied for the check above)
+            compute_merged = iv.merge(iv.Intervals._trusted(*compute[:2]))
+            every_merged = iv.merge(iv.Intervals._trusted(a_start, a_end))
+        out, idle_start, idle_len = _measured_apart(
+            compute_merged, every_merged, every, comm_rows, comm, win, breaks, n_keys
+        )
+    else:
+        compute = compute if compute is not None else _rows_of(every, ~a_comm)
         out, idle_start, idle_len = _measured_painted(compute, comm, win, breaks, n_keys)
     host = _host_phase(idle_start, gaps, ranges)
     out["idle_ns"] = _sum_by_key(host, idle_len, n_keys)
@@ -255,26 +269,32 @@ def _apart(start: np.ndarray, end: np.ndarray) -> bool:
 def _measured_apart(
     compute_merged: iv.Intervals,
     every_merged: iv.Intervals,
-    compute: _Spans,
+    every: _Spans,
+    comm_rows: np.ndarray | None,
     comm: _Spans,
     win: iv.Intervals,
     breaks: list[np.ndarray],
     n_keys: int,
 ) -> _Measured:
-    """:func:`_device_phases`' busy measures where each kind's activities are apart
-    (``compute_merged``, ``every_merged``: the compute activities and all of them, merged): each
-    one's ns in the windows (and a communication one's exposed ns, outside the compute activities
-    too); and the idle segments: the device's idle time, cut at the breaks inside it (the functions
-    read there change only at breaks)."""
-    compute_iv, comm_iv = iv.Intervals._trusted(*compute[:2]), iv.Intervals._trusted(*comm[:2])
-    comm_in = iv.overlap_with_windows(comm_iv, win)
-    hidden = iv.overlap_with_windows(comm_iv, iv.intersect(compute_merged, win))
+    """:func:`_device_phases`' busy measures where each kind's activities are apart (``every``: all
+    of them; ``comm_rows``: which are communication, None for none, and ``comm`` those rows;
+    ``compute_merged``, ``every_merged``: the compute activities and all of them, merged): each
+    one's ns in the windows
+    (and a communication one's exposed ns, outside the compute activities too); and the idle
+    segments: the device's idle time, cut at the breaks inside it (the functions read there change
+    only at breaks)."""
+    # Each activity's ns in the windows is its own: the compute ones' are summed with those of
+    # the communication ones read as 0, not copied out of the millions of rows.
+    in_windows = iv.overlap_with_windows(iv.Intervals._trusted(*every[:2]), win)
+    comm_in = in_windows[comm_rows if comm_rows is not None else slice(0)]
+    compute_in = in_windows if comm_rows is None else np.where(comm_rows, 0, in_windows)
+    hidden = iv.overlap_with_windows(iv.Intervals._trusted(*comm[:2]), iv.intersect(compute_merged, win))
     out = {
-        "compute_ns": _sum_by_key(compute[2], iv.overlap_with_windows(compute_iv, win), n_keys),
+        "compute_ns": _sum_by_key(every[2], compute_in, n_keys),
         "comm_ns": _sum_by_key(comm[2], comm_in, n_keys),
         "exposed_comm_ns": _sum_by_key(comm[2], comm_in - hidden, n_keys),
     }
-    spans = [*compute[:2], *comm[:2], *breaks]
+    spans = [*every[:2], *breaks]
     lo = min(int(x.min()) for x in spans if len(x))
     hi = max(int(x.max()) for x in spans if len(x))
     idle = iv.complement(every_merged, lo, hi)
@@ -283,6 +303,11 @@ def _measured_apart(
     keep = _inside(seg_start, idle)
     idle_start = seg_start[keep]
     return out, idle_start, np.where(_inside(idle_start, win), seg_end[keep] - idle_start, 0)
+
+
+def _rows_of(spans: _Spans, rows: np.ndarray | slice) -> _Spans:
+    """The ``rows`` (a mask or a slice) of ``spans``."""
+    return (spans[0][rows], spans[1][rows], spans[2][rows])
 
 
 def _measured_painted(
