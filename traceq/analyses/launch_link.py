@@ -152,7 +152,7 @@ class LaunchingCalls:
         """The point of each of ``calls`` (positions in ``cpu_rows``; :data:`NONE` for none), each
         one a launching call of the table's GPU activity on a device."""
         out = _read_at(self.point_at, calls)
-        if (out[calls >= 0] < 0).any():
+        if ((out < 0) & (calls >= 0)).any():  # (masks, not a copy of the points of the calls)
             raise ValueError("a call that launched no GPU activity on a device")
         return out
 

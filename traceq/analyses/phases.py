@@ -102,12 +102,15 @@ def activity_phases(calls: LaunchingCalls, activity: pl.DataFrame, ranges: pl.Da
     points = calls.points_of(column_array(activity, "call", NONE))
     at = calls.rows.select("_point", "source", "pid", "tid", pl.col("start_ns").alias("_t"))
     # innermost_of answers in the calls' order, and a range's key is read at its _range (a
-    # position): no join, no sort.  Each look-up table ends in a _NONE that index NONE (-1) reads.
+    # position): no join, no sort.  Each look-up table ends in a _NONE, which a call in no range
+    # (its _range null, read as the table's last place) and index NONE (-1) read.
     innermost = innermost_of(ranges, at, _THREAD, made_of=calls).get_column("_range")
-    found = innermost.cast(pl.Int64).fill_null(NONE).to_numpy()
+    found = innermost.fill_null(ranges.height).to_numpy()  # (its UInt32 places, one pass)
     key_of_range = np.full(ranges.height + 1, _NONE, np.int64)
     key_of_range[ranges.get_column("_range").to_numpy()] = ranges.get_column("key").to_numpy()
-    per_call = np.append(key_of_range[found], _NONE)
+    per_call = np.empty(len(found) + 1, np.int64)
+    np.take(key_of_range, found, out=per_call[:-1])  # (written in place: no copy to append the _NONE)
+    per_call[-1] = _NONE
     return pl.Series("key", per_call[points], dtype=pl.Int64)
 
 
