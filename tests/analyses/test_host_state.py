@@ -137,25 +137,30 @@ def test_host_state_reads_each_wanted_threads_own_rows(
         assert states[key].recorded == want, key
 
 
-def _thread_rows(rows: list[tuple[int, int, int, bool, bool]]) -> pl.DataFrame:
-    """Labelled CPU rows of source /a, pid 1: (tid, start, end, is a step range, is a loader range)."""
+def _labelled(
+    rows: list[tuple[str, int | None, int, int, int, bool | None, bool | None, bool | None, bool]],
+) -> pl.DataFrame:
+    """Labelled CPU rows, each a range: (source, pid, tid, start, end, _sync, _loader, _compile, _step)."""
     return pl.DataFrame(
-        [("/a", 1, tid, s, e, step_, loader) for tid, s, e, step_, loader in rows],
+        rows,
         schema={
             "source": pl.String,
             "pid": pl.Int64,
             "tid": pl.Int64,
             "start_ns": pl.Int64,
             "end_ns": pl.Int64,
-            "_step": pl.Boolean,
+            "_sync": pl.Boolean,
             "_loader": pl.Boolean,
+            "_compile": pl.Boolean,
+            "_step": pl.Boolean,
         },
         orient="row",
-    ).with_columns(
-        pl.lit("range").cast(pl.Enum(["range", "cuda_api"])).alias("kind"),
-        pl.lit(False).alias("_sync"),
-        pl.lit(False).alias("_compile"),
-    )
+    ).with_columns(pl.lit("range").cast(pl.Enum(["range", "cuda_api"])).alias("kind"))
+
+
+def _thread_rows(rows: list[tuple[int, int, int, bool, bool]]) -> pl.DataFrame:
+    """Labelled CPU rows of source /a, pid 1: (tid, start, end, is a step range, is a loader range)."""
+    return _labelled([("/a", 1, tid, s, e, False, loader, False, step_) for tid, s, e, step_, loader in rows])
 
 
 def test_a_threads_busy_time_is_its_recorded_time_without_steps_where_another_thread_loads() -> None:
@@ -205,24 +210,12 @@ def test_each_wanted_threads_sync_loader_and_compile_time_is_the_union_of_its_ow
     if one_thread:  # every row the one wanted thread's (the usual part: no look-up)
         wanted = wanted[:1]
         rows = [(*wanted[0], *row[3:]) for row in rows]
-    frame = pl.DataFrame(
+    frame = _labelled(
         [
             (src, pid, tid, s, s + d, sync, loader, compiling, False)
             for src, pid, tid, s, d, sync, loader, compiling in rows
-        ],
-        schema={
-            "source": pl.String,
-            "pid": pl.Int64,
-            "tid": pl.Int64,
-            "start_ns": pl.Int64,
-            "end_ns": pl.Int64,
-            "_sync": pl.Boolean,
-            "_loader": pl.Boolean,
-            "_compile": pl.Boolean,
-            "_step": pl.Boolean,
-        },
-        orient="row",
-    ).with_columns(pl.lit("range").cast(pl.Enum(["range", "cuda_api"])).alias("kind"))
+        ]
+    )
     states = host_state(frame, wanted).threads
 
     def union(flag: int | None, key: tuple[str, int, int]) -> iv.Intervals:
