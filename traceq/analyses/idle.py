@@ -331,13 +331,13 @@ def launches_by_device(cpu: pl.DataFrame, activity: pl.DataFrame, link: LaunchLi
     # filter of ten million rows costs a third of a gather)
     one = only_dev(activity)
     if one is not None:
-        # Per slot, whether it has activity; one place more, where the rows without a key write
-        # (slot NONE is -1: the last place) and which is then reset, so that no row needs a mask.
-        # (bytes, not devs: an eighth of the fresh memory for ten million keys and calls)
-        has_activity = np.zeros(len(link.first_call) + 1, np.bool_)
-        has_activity[slot] = True
-        has_activity[NONE] = False
-        calls = has_activity[link.cpu_slot]
+        # Per slot, whether the device's activity has it; one place more, where the rows without a
+        # key write (slot NONE is -1: the last place) and which is then reset, so that no row needs
+        # a mask.  (Bytes, not devs: an eighth of the fresh memory for ten million keys and calls.)
+        on_device = np.zeros(len(link.first_call) + 1, np.bool_)
+        on_device[slot] = True
+        on_device[NONE] = False
+        calls = on_device[link.cpu_slot]
         return cpu.select(columns).filter(pl.Series(calls)).select(pl.lit(one, pl.UInt32).alias("dev"), pl.all())
     # Per slot, the dev of its activity (the same extra place)
     dev_of = np.full(len(link.first_call) + 1, NONE, np.int64)

@@ -282,10 +282,9 @@ def _measured_apart(
     """:func:`_device_phases`' busy measures where each kind's activities are apart (``every``: all
     of them; ``comm_rows``: which are communication, None for none, and ``comm`` those rows;
     ``compute_merged``, ``every_merged``: the compute activities and all of them, merged): each
-    one's ns in the windows
-    (and a communication one's exposed ns, outside the compute activities too); and the idle
-    segments: the device's idle time, cut at the breaks inside it (the functions read there change
-    only at breaks)."""
+    one's ns in the windows (and a communication one's exposed ns, outside the compute activities
+    too); and the idle segments: the device's idle time, cut at the breaks inside it (the functions
+    read there change only at breaks)."""
     # Each activity's ns in the windows is its own: the compute ones' are summed with those of
     # the communication ones read as 0, not copied out of the millions of rows.
     in_windows = iv.overlap_with_windows(iv.Intervals._trusted(*every[:2]), win)
