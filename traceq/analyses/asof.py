@@ -93,12 +93,7 @@ def group_numbers(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[s
     row whose group it does not hold); ``None`` where a ``by`` column is no integer column or holds
     a null, or the numbers would not fit.  A column with one value in both frames splits nothing and
     costs a min and a max."""
-    frames = (reference, queries)
-    if any(not frame.schema[column].is_integer() for frame in frames for column in by):
-        return None
-    # Nulls counted by a query: a literal column (one value in every row) is not made an array of
-    # its height to be counted, nor below where it splits nothing.
-    if by and any(any(frame.select(pl.col(by).null_count()).row(0)) for frame in frames):
+    if not _integer_keys((reference, queries), by):
         return None
     reference_group = np.zeros(reference.height, np.int64)
     query_group = np.zeros(queries.height, np.int64)
@@ -135,11 +130,16 @@ def one_group(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[str])
         return False
     if not by:
         return True
-    if any(not frame.schema[column].is_integer() for frame in (reference, queries) for column in by):
+    return _integer_keys((reference, queries), by) and _single_values(reference, queries, by) == set(by)
+
+
+def _integer_keys(frames: Sequence[pl.DataFrame], by: Sequence[str]) -> bool:
+    """Whether every ``by`` column of ``frames`` is an integer column without a null (the keys that
+    pack into numbers).  Nulls counted by a query: a literal column (one value in every row) is not
+    made an array of its height to be counted."""
+    if any(not frame.schema[column].is_integer() for frame in frames for column in by):
         return False
-    if any(any(frame.select(pl.col(by).null_count()).row(0)) for frame in (reference, queries)):
-        return False
-    return _single_values(reference, queries, by) == set(by)
+    return not (by and any(any(frame.select(pl.col(by).null_count()).row(0)) for frame in frames))
 
 
 def _single_values(reference: pl.DataFrame, queries: pl.DataFrame, by: Sequence[str]) -> set[str]:
