@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typing import Any
+
 import click
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 import traceq
 from traceq.analyses import analyze
@@ -17,6 +21,7 @@ from traceq.report.notes import unknown_idle_note
 from traceq.report.text import render_text
 
 from ..builders import SOURCE, api, kernel, launch, memcpy, memset, step, table, trace
+from .test_launch_link import GPU, ROW, SETTINGS, frame_of, key_of
 
 OTHER_PID = 300
 
@@ -52,6 +57,31 @@ def test_unlaunched_activity_is_every_gpu_row_without_a_call_of_its_process_and_
             "unlaunched_memsets": 0,
         }
     ]
+
+
+@SETTINGS
+@given(st.lists(ROW, max_size=30), st.booleans(), st.sampled_from(["importer", "as drawn"]))
+def test_unlaunched_activity_is_what_a_row_by_row_reading_finds(
+    rows: list[dict[str, Any]], recorded_whole: bool, order: str
+) -> None:
+    """Every GPU row whose key (source, pid, correlation) is missing or has no ``cuda_api`` row, in
+    table order; drawn half the time with a call for every key of activity (a trace recorded whole,
+    where only the rows without a key are unlaunched), half the time as drawn."""
+    if recorded_whole:
+        calls = {key_of(r) for r in rows if r["kind"] in GPU} - {None}
+        rows = rows + [
+            {"kind": "cuda_api", "source": s, "pid": p, "tid": 5, "correlation": c, "start_ns": 0}
+            for s, p, c in sorted(calls)
+        ]
+    events = frame_of(rows, order)
+    table_rows = events.to_dicts()
+    called = {key_of(r) for r in table_rows if r["kind"] == "cuda_api"} - {None}
+    want = [
+        (r["source"], r["pid"], r["device"], r["kind"])
+        for r in table_rows
+        if r["kind"] in GPU and (key_of(r) is None or key_of(r) not in called)
+    ]
+    assert unlaunched_activity(events).rows() == want
 
 
 def test_the_device_counts_them_and_the_report_explains_its_unknown_idle_by_them() -> None:

@@ -32,7 +32,14 @@ from traceq.analyses.deferred import Deferred, run_all
 from traceq.analyses.host_calls import steady_call_counts
 from traceq.analyses.host_state import compile_ranges, cpu_rows, labelled, sync_calls
 from traceq.analyses.idle import launches_by_device
-from traceq.analyses.launch_link import NONE, as_index, device_activity_rows, launch_link, launching_calls
+from traceq.analyses.launch_link import (
+    NONE,
+    as_index,
+    device_activity_calls,
+    device_activity_rows,
+    launch_link,
+    launching_calls,
+)
 from traceq.analyses.model import (
     CAUSES,
     Analysis,
@@ -47,7 +54,7 @@ from traceq.analyses.operator_table import operator_table_of, top_operators
 from traceq.analyses.options import Options
 from traceq.analyses.phases import activity_phases, phase_breakdowns, phase_ranges, phase_table
 from traceq.analyses.regimes import Busy, regimes
-from traceq.analyses.steps import devices, gpu_rows, step_windows, with_dev
+from traceq.analyses.steps import device_activity, devices, step_windows, with_dev
 from traceq.analyses.top_lists import kernel_totals, longest_gaps, top_kernels
 from traceq.analyses.unlaunched import unlaunched_activity
 from traceq.analyses.warmup import with_warmup
@@ -234,19 +241,14 @@ def _by_device(
     return out
 
 
-ACTIVITY_COLUMNS = ("start_ns", "end_ns", "name", "kind", "stream", "correlation", "copy_kind", "is_comm")
-"""What the breakdown and the gap attribution read of each GPU activity row (besides its device)."""
-
-
 def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
     """The GPU activity rows with their ``dev``, in event order (``source`` stays Categorical), and
     their launch key: ``slot`` and ``call`` (the launching call's position in
     :func:`~traceq.analyses.host_state.cpu_rows`, null without one; :mod:`traceq.analyses.launch_link`)."""
-    link = launch_link(events)
-    slots = link.slot[device_activity_rows(events)]
-    calls = link.calls_at(slots)
+    slots = launch_link(events).slot[device_activity_rows(events)]
+    calls = device_activity_calls(events)
     keyed = with_columns_like(
-        gpu_rows(events, *ACTIVITY_COLUMNS), pl.Series("slot", slots, dtype=pl.Int64), as_index(calls).alias("call")
+        device_activity(events), pl.Series("slot", slots, dtype=pl.Int64), as_index(calls).alias("call")
     )
     # (read back as arrays by the phases: the calls as they were made, NONE for none)
     return with_dev(known_arrays(keyed, {("call", NONE): calls.astype(np.int64, copy=False)}), device_table)

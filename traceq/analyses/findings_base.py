@@ -29,8 +29,8 @@ from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.kernel_classes import with_kernel_class
 from traceq.analyses.memo import per_frame
 from traceq.analyses.model import Analysis, DeviceRef, Evidence, Finding, Mfu, Regime
+from traceq.analyses.steps import DEVICE_KEY, device_activity, only_dev, with_dev
 from traceq.analyses.steps import devices as device_table
-from traceq.analyses.steps import gpu_rows_of, only_dev, with_dev
 from traceq.sorted_search import is_sorted
 from traceq.units import capitalised, device_label, format_share
 
@@ -196,9 +196,14 @@ def classified_kernels(events: pl.DataFrame) -> pl.DataFrame:
     correlation, kernel_class; sorted by dev and start.  Computed once per event table: they do not
     read the analysis, so a part's summary has them made while the analysis runs
     (:func:`~traceq.analyses.breakdown.analyze_flagged`'s spare work) and its context reads them."""
-    kernels = gpu_rows_of(events, ("kernel",), "start_ns", "end_ns", "name", "is_comm", "correlation")
+    # (of the activity the breakdown takes out of the table too: only the kernels' columns copied)
+    table = device_table(events)
+    wanted = (*DEVICE_KEY, "start_ns", "end_ns", "name", "is_comm", "correlation", "kind")
+    kernels = device_activity(events).select(wanted)
+    if table.get_column("memcpys").sum() or table.get_column("memsets").sum():  # (else every row is a kernel)
+        kernels = kernels.filter(pl.col("kind") == "kernel")
     # Classified per distinct (name, is_comm), not per row: a kernel is comm as the breakdown counts it.
-    kernels = with_kernel_class(with_dev(kernels, device_table(events)))
+    kernels = with_kernel_class(with_dev(kernels.drop("kind"), table))
     rows = kernels.select(
         "dev",
         "name",

@@ -99,6 +99,14 @@ def device_activity_rows(events: pl.DataFrame) -> Index:
     return rows_where(events, ON_DEVICE)
 
 
+@per_frame
+def device_activity_calls(events: pl.DataFrame) -> Index:
+    """Per row of :func:`device_activity_rows`, its launching call (its position in
+    :func:`~traceq.analyses.host_state.cpu_rows`; :data:`NONE`: none), computed once per table: the
+    breakdown's activity and :func:`launching_calls` both read them."""
+    return launch_link(events).calls_of(device_activity_rows(events))
+
+
 def rows_where(events: pl.DataFrame, keep: pl.Expr) -> Index:
     """The table rows (positions) that ``keep`` selects, in table order: the rows a
     ``filter(keep)`` of ``events`` returns."""
@@ -173,7 +181,7 @@ def launching_calls(events: pl.DataFrame) -> LaunchingCalls:
     """The :class:`LaunchingCalls` of ``events``, computed once per table: the operators and the
     phases both look up what was open at each launch (on 20 M rows, ten million calls)."""
     cpu = cpu_rows(events)
-    calls = launch_link(events).calls_of(device_activity_rows(events))
+    calls = device_activity_calls(events)
     valid = calls >= 0
     launching = np.zeros(cpu.height, np.bool_)
     launching[calls[valid]] = True
@@ -391,6 +399,7 @@ __all__ = [
     "LaunchLink",
     "LaunchingCalls",
     "as_index",
+    "device_activity_calls",
     "device_activity_rows",
     "gathered",
     "launch_link",

@@ -18,6 +18,7 @@ from traceq.analyses.launch_link import ON_DEVICE, as_index, launching_calls
 from traceq.analyses.model import OperatorStat
 from traceq.analyses.operators import RANGE, call_operators, ranges_at
 from traceq.analyses.options import DEFAULT_STEP_PATTERN
+from traceq.analyses.steps import device_activity
 
 OPERATOR_TABLE_COLUMNS: Final = (
     "rank",
@@ -85,11 +86,8 @@ def operator_table_of(
     ``cpu``: as :func:`~traceq.analyses.operators.activity_operators`."""
     found = call_operators(events, step_pattern=step_pattern, cpu=cpu)
     ranges = found.chosen.get_column(RANGE).gather(as_index(launching_calls(events).points))
-    activity = (
-        events.lazy()
-        .filter(ON_DEVICE)
-        .select("source", "pid", "device", "kind", (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
-        .collect()
+    activity = device_activity(events).select(
+        "source", "pid", "device", "kind", (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")
     )
     per_range = (
         with_columns_like(activity, ranges)

@@ -32,17 +32,11 @@ import polars as pl
 from traceq.analyses.asof import join_by
 from traceq.analyses.chunks import with_columns_like
 from traceq.analyses.host_state import cpu_rows, matching
-from traceq.analyses.launch_link import (
-    ON_DEVICE,
-    LaunchingCalls,
-    as_index,
-    device_activity_rows,
-    launching_calls,
-)
+from traceq.analyses.launch_link import LaunchingCalls, as_index, device_activity_rows, launching_calls
 from traceq.analyses.memo import per_frame
 from traceq.analyses.nesting import innermost_at, innermost_of, paths, prepared
 from traceq.analyses.options import DEFAULT_STEP_PATTERN
-from traceq.analyses.steps import compile_step_pattern
+from traceq.analyses.steps import compile_step_pattern, device_activity
 
 NVTX_OP_ARGUMENTS: Final = r",\s*(?:seq|op_id|sizes|input_op_ids|stashed seq|stashed_seq)\s*=.*$"
 """What ``emit_nvtx`` appends to an op's NVTX range name (``aten::add, seq = 12, sizes = [[2, 3]]``,
@@ -142,11 +136,9 @@ _ACTIVITY_COLUMNS: Final = ACTIVITY_OPERATOR_COLUMNS[:11]
 @per_frame
 def _activity_operators(events: pl.DataFrame, step_pattern: str, hint: _Hint) -> pl.DataFrame:
     on_device = (
-        events.lazy()
-        .filter(ON_DEVICE)
+        device_activity(events)
         .select(c for c in _ACTIVITY_COLUMNS if c not in ("row", "dur_ns"))
-        .collect()
-        # (cast after the collect, chunk by chunk, as every column added below: see chunks.py)
+        # (cast chunk by chunk, as every column added below: see chunks.py)
         .with_columns(
             pl.col("source", "name").cast(pl.Categorical), (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns")
         )

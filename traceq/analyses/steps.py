@@ -16,6 +16,7 @@ import polars as pl
 
 from traceq import schema
 from traceq.analyses.column_arrays import derived_from
+from traceq.analyses.memo import per_frame
 from traceq.errors import InvalidArgumentError
 from traceq.literal_columns import one_valued, with_literals
 
@@ -115,6 +116,19 @@ def gpu_rows(events: pl.DataFrame, *columns: str) -> pl.DataFrame:
     Only the wanted columns are copied, which on a large table is most of the cost of a filter.
     """
     return gpu_rows_of(events, schema.GPU_ACTIVITY_KINDS, *columns)
+
+
+ACTIVITY_COLUMNS: Final = ("start_ns", "end_ns", "name", "kind", "stream", "correlation", "copy_kind", "is_comm")
+"""What :func:`device_activity` holds of each GPU activity row besides its device key: what the
+breakdown and the gap attribution, the operators and the kernel classes read."""
+
+
+@per_frame
+def device_activity(events: pl.DataFrame) -> pl.DataFrame:
+    """:func:`gpu_rows` with :data:`ACTIVITY_COLUMNS`, taken out of the table once per table: the
+    breakdown, the operators and the kernel classes each read the activity (ten million rows of a
+    20 M-row table: each filter of the table copies them)."""
+    return gpu_rows(events, *ACTIVITY_COLUMNS)
 
 
 def gpu_rows_of(events: pl.DataFrame, kinds: tuple[str, ...], *columns: str) -> pl.DataFrame:

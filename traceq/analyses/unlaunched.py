@@ -23,9 +23,16 @@ def unlaunched_activity(events: pl.DataFrame) -> pl.DataFrame:
 
     Columns: source (String), pid, device, kind (String), in event order.
     """
-    rows = rows_where(events, pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS))
-    missing = rows[~launch_link(events).launched(rows)]
-    return gathered(events, missing, pl.col("source").cast(pl.String), "pid", "device", pl.col("kind").cast(pl.String))
+    columns = (pl.col("source").cast(pl.String), "pid", "device", pl.col("kind").cast(pl.String))
+    is_activity = pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)
+    link = launch_link(events)
+    if not (link.has_activity & ~link.has_call).any():
+        # Every key of activity has a call (a trace recorded whole): only the activity without a
+        # key is unlaunched, found in one pass with nothing copied out but its rows.
+        unkeyed = is_activity & (pl.col("pid").is_null() | pl.col("correlation").is_null())
+        return events.lazy().filter(unkeyed).select(columns).collect()
+    rows = rows_where(events, is_activity)
+    return gathered(events, rows[~link.launched(rows)], *columns)
 
 
 def launch_coverage(events: pl.DataFrame) -> pl.DataFrame:
