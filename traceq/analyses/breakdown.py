@@ -36,7 +36,7 @@ from traceq.analyses.launch_link import (
     NONE,
     as_index,
     device_activity_calls,
-    device_activity_rows,
+    device_activity_slots,
     launch_link,
     launching_calls,
 )
@@ -245,10 +245,11 @@ def _activity(events: pl.DataFrame, device_table: pl.DataFrame) -> pl.DataFrame:
     """The GPU activity rows with their ``dev``, in event order (``source`` stays Categorical), and
     their launch key: ``slot`` and ``call`` (the launching call's position in
     :func:`~traceq.analyses.host_state.cpu_rows`, null without one; :mod:`traceq.analyses.launch_link`)."""
-    slots = launch_link(events).slot[device_activity_rows(events)]
     calls = device_activity_calls(events)
     keyed = with_columns_like(
-        device_activity(events), pl.Series("slot", slots, dtype=pl.Int64), as_index(calls).alias("call")
+        device_activity(events),
+        pl.Series("slot", device_activity_slots(events), dtype=pl.Int64),
+        as_index(calls).alias("call"),
     )
     # (read back as arrays by the phases: the calls as they were made, NONE for none)
     return with_dev(known_arrays(keyed, {("call", NONE): calls.astype(np.int64, copy=False)}), device_table)

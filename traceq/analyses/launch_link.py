@@ -100,11 +100,19 @@ def device_activity_rows(events: pl.DataFrame) -> Index:
 
 
 @per_frame
+def device_activity_slots(events: pl.DataFrame) -> Slots:
+    """Per row of :func:`device_activity_rows`, its launch key's slot (:data:`NONE`: no key),
+    computed once per table."""
+    slots: Slots = launch_link(events).slot[device_activity_rows(events)]
+    return slots
+
+
+@per_frame
 def device_activity_calls(events: pl.DataFrame) -> Index:
     """Per row of :func:`device_activity_rows`, its launching call (its position in
     :func:`~traceq.analyses.host_state.cpu_rows`; :data:`NONE`: none), computed once per table: the
     breakdown's activity and :func:`launching_calls` both read them."""
-    return launch_link(events).calls_of(device_activity_rows(events))
+    return launch_link(events).calls_at(device_activity_slots(events))
 
 
 def rows_where(events: pl.DataFrame, keep: pl.Expr) -> Index:
@@ -409,6 +417,7 @@ __all__ = [
     "as_index",
     "device_activity_calls",
     "device_activity_rows",
+    "device_activity_slots",
     "gathered",
     "launch_link",
     "launching_calls",
