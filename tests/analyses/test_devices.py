@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from traceq.analyses.steps import DEVICE_KEY, devices, gpu_rows, gpu_rows_of
+from traceq.analyses.steps import DEVICE_KEY, devices, gpu_rows
 
 from ..builders import api, kernel, memcpy, memset, table
 
@@ -53,9 +53,9 @@ def test_a_table_without_gpu_activity_has_no_devices() -> None:
     assert got.columns == COLUMNS
 
 
-def _filtered(events: pl.DataFrame, kinds: tuple[str, ...], *columns: str) -> pl.DataFrame:
-    """The definition of gpu_rows_of: the rows of ``kinds`` with a device, the key then ``columns``."""
-    keep = pl.col("kind").is_in(kinds) & pl.col("device").is_not_null()
+def _filtered(events: pl.DataFrame, *columns: str) -> pl.DataFrame:
+    """The definition of gpu_rows: the GPU activity rows with a device, the key then ``columns``."""
+    keep = pl.col("kind").is_in(("kernel", "memcpy", "memset")) & pl.col("device").is_not_null()
     return events.filter(keep).select(*dict.fromkeys((*DEVICE_KEY, *columns)))
 
 
@@ -69,11 +69,7 @@ def _filtered(events: pl.DataFrame, kinds: tuple[str, ...], *columns: str) -> pl
     ],
     ids=["one device", "one device, null pid", "two devices", "no device"],
 )
-@pytest.mark.parametrize("kinds", [("kernel",), ("kernel", "memcpy", "memset")])
 @pytest.mark.parametrize("columns", [("start_ns", "name"), ("device",), ()])
-def test_gpu_rows_are_the_rows_of_their_kinds_on_a_device(
-    rows: list[dict[str, object]], kinds: tuple[str, ...], columns: tuple[str, ...]
-) -> None:
+def test_gpu_rows_are_the_activity_rows_on_a_device(rows: list[dict[str, object]], columns: tuple[str, ...]) -> None:
     events = table(*rows)
-    assert_frame_equal(gpu_rows_of(events, kinds, *columns), _filtered(events, kinds, *columns))
-    assert_frame_equal(gpu_rows(events, *columns), _filtered(events, ("kernel", "memcpy", "memset"), *columns))
+    assert_frame_equal(gpu_rows(events, *columns), _filtered(events, *columns))

@@ -43,12 +43,7 @@ def compile_step_pattern(pattern: str) -> str:
     return regex
 
 
-def on_gpu(kinds: tuple[str, ...]) -> pl.Expr:
-    """The rows of ``kinds`` on a device: what :func:`gpu_rows_of` keeps."""
-    return pl.col("kind").is_in(kinds) & pl.col("device").is_not_null()
-
-
-ON_GPU: Final = on_gpu(schema.GPU_ACTIVITY_KINDS)
+ON_GPU: Final = pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & pl.col("device").is_not_null()
 """The GPU activity rows on a device: what :func:`gpu_rows` keeps."""
 
 
@@ -115,7 +110,18 @@ def gpu_rows(events: pl.DataFrame, *columns: str) -> pl.DataFrame:
 
     Only the wanted columns are copied, which on a large table is most of the cost of a filter.
     """
-    return gpu_rows_of(events, schema.GPU_ACTIVITY_KINDS, *columns)
+    wanted = list(dict.fromkeys((*DEVICE_KEY, *columns)))
+    rows = events.lazy().filter(ON_GPU)
+    if not set(wanted) - set(DEVICE_KEY):
+        return rows.select(wanted).collect()
+    table = devices(events)
+    if table.height != 1:
+        return rows.select(wanted).collect()
+    # One device (a one-GPU trace, one rank's part): its key is the same in every row, so it is a
+    # literal column each (a fifth of the bytes of ten million kernels' rows, never copied).
+    key = table.row(0, named=True)
+    picked = rows.select([c for c in wanted if c not in DEVICE_KEY]).collect()
+    return with_literals(picked, {k: key[k] for k in DEVICE_KEY}, events.schema, wanted)
 
 
 ACTIVITY_COLUMNS: Final = ("start_ns", "end_ns", "name", "kind", "stream", "correlation", "copy_kind", "is_comm")
@@ -129,22 +135,6 @@ def device_activity(events: pl.DataFrame) -> pl.DataFrame:
     breakdown, the operators and the kernel classes each read the activity (ten million rows of a
     20 M-row table: each filter of the table copies them)."""
     return gpu_rows(events, *ACTIVITY_COLUMNS)
-
-
-def gpu_rows_of(events: pl.DataFrame, kinds: tuple[str, ...], *columns: str) -> pl.DataFrame:
-    """:func:`gpu_rows` of only the given ``kinds`` (for instance just the kernels)."""
-    wanted = list(dict.fromkeys((*DEVICE_KEY, *columns)))
-    rows = events.lazy().filter(on_gpu(kinds))
-    if not set(kinds) <= set(schema.GPU_ACTIVITY_KINDS) or not set(wanted) - set(DEVICE_KEY):
-        return rows.select(wanted).collect()
-    table = devices(events)
-    if table.height != 1:
-        return rows.select(wanted).collect()
-    # One device (a one-GPU trace, one rank's part): its key is the same in every row, so it is a
-    # literal column each (a fifth of the bytes of ten million kernels' rows, never copied).
-    key = table.row(0, named=True)
-    picked = rows.select([c for c in wanted if c not in DEVICE_KEY]).collect()
-    return with_literals(picked, {k: key[k] for k in DEVICE_KEY}, events.schema, wanted)
 
 
 def only_dev(rows: pl.DataFrame) -> int | None:
