@@ -14,7 +14,9 @@ from traceq.analyses.asof import (
     integer_groups,
     join_asof_by,
     join_by,
+    last_at_least,
     latest_at_or_before,
+    latest_containing,
     one_group,
     packed_latest,
 )
@@ -212,3 +214,93 @@ def test_one_groups_search_finds_the_last_right_entry_at_or_before_each_time(
         for g, t in left
     ]
     assert found.tolist() == want
+
+
+@SETTINGS
+@given(
+    values=st.lists(st.integers(-5, 20), max_size=40),
+    asked=st.lists(st.tuples(st.integers(-1, 45), st.integers(-6, 22)), max_size=30),
+)
+def test_the_last_value_reaching_a_bound_is_the_last_one_a_scan_back_finds(
+    values: list[int], asked: list[tuple[int, int]]
+) -> None:
+    """Per query, the largest position at or before ``at`` whose value is at least the bound, as a
+    scan from ``at`` back to the start finds it (−1: none, or ``at`` is −1)."""
+    asked = [(min(at, len(values) - 1), least) for at, least in asked]
+    found = last_at_least(
+        np.array(values, np.int64),
+        np.array([at for at, _ in asked], np.int64),
+        np.array([least for _, least in asked], np.int64),
+    )
+    want = [next((i for i in range(at, -1, -1) if values[i] >= least), -1) for at, least in asked]
+    assert found.tolist() == want
+
+
+def test_the_walk_crosses_every_level_of_the_tree() -> None:
+    """A value reached only at the first position, asked from the last of 1,000: the walk climbs to
+    the root's child and descends again (and a bound nothing reaches answers −1)."""
+    values = np.zeros(1000, np.int64)
+    values[0] = 7
+    found = last_at_least(values, np.array([999, 999, 0, -1]), np.array([7, 8, 7, 0]))
+    assert found.tolist() == [0, -1, 0, -1]
+
+
+@st.composite
+def intervals(draw: Any, *, keys: list[Any]) -> pl.DataFrame:
+    n = draw(st.integers(0, 12))
+    starts = [draw(st.integers(0, 20)) for _ in range(n)]
+    return pl.DataFrame(
+        {
+            "source": [draw(st.sampled_from(keys)) for _ in range(n)],
+            "tid": [draw(st.sampled_from([1, 2, None])) for _ in range(n)],
+            "start_ns": starts,
+            "end_ns": [s + draw(st.integers(0, 8)) for s in starts],
+        },
+        schema={"source": pl.String, "tid": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64},
+    )
+
+
+def contained_by_definition(left: pl.DataFrame, right: pl.DataFrame) -> list[int]:
+    """The latest-starting right row of the left row's group containing it (of equal starts the
+    last one; keys with a null group nothing), by a scan of every pair."""
+    out = []
+    for row in left.iter_rows(named=True):
+        best, best_start = -1, None
+        for j, other in enumerate(right.iter_rows(named=True)):
+            key = (other["source"], other["tid"])
+            if None in key or key != (row["source"], row["tid"]):
+                continue
+            inside = other["start_ns"] <= row["start_ns"] and row["end_ns"] <= other["end_ns"]
+            if inside and (best_start is None or other["start_ns"] >= best_start):
+                best, best_start = j, other["start_ns"]
+        out.append(best)
+    return out
+
+
+@SETTINGS
+@given(st.data(), st.sampled_from([["r0.json"], ["r0.json", "r1.json"], ["r1.json", "r0.json", None]]))
+def test_the_latest_containing_interval_is_the_latest_starting_one_around_it(data: Any, keys: list[Any]) -> None:
+    """An interval that started later but ended already is passed over for one that started earlier
+    and still runs: the answer is the latest-starting right row that contains the left one, as a
+    scan of every pair finds it, by numbered groups and by the join of a Categorical key alike."""
+    left, right = data.draw(intervals(keys=keys)), data.draw(intervals(keys=keys))
+    want = contained_by_definition(left, right)
+    assert latest_containing(left, right, by=("source", "tid")).tolist() == want
+    as_categories = [f.with_columns(pl.col("source").cast(pl.Categorical)) for f in (left, right)]
+    assert latest_containing(*as_categories, by=("source", "tid")).tolist() == want
+
+
+def test_a_child_that_ended_before_the_call_leaves_the_parent_around_it() -> None:
+    """The seed of this function: a call at [2, 3) after a child range [1, 2) inside a parent [0, 3)
+    is inside the parent, not in nothing."""
+    right = pl.DataFrame({"tid": [1, 1], "start_ns": [0, 1], "end_ns": [3, 2]})
+    left = pl.DataFrame({"tid": [1], "start_ns": [2], "end_ns": [3]})
+    assert latest_containing(left, right, by=("tid",)).tolist() == [0]
+
+
+def test_times_too_far_apart_to_pack_are_searched_group_by_group() -> None:
+    """Groups whose (group, time) keys would not fit in 62 bits are searched one at a time."""
+    far = 1 << 61
+    right = pl.DataFrame({"tid": [1, 2, 2], "start_ns": [0, 5, far], "end_ns": [far, far + 1, far + 2]})
+    left = pl.DataFrame({"tid": [1, 2, 2, 3], "start_ns": [far - 1, far, 6, 0], "end_ns": [far, far + 1, far, 1]})
+    assert latest_containing(left, right, by=("tid",)).tolist() == [0, 2, 1, -1]

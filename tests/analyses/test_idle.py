@@ -11,13 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from traceq.analyses import analyze
 from traceq.analyses.breakdown import _activity
 from traceq.analyses.host_state import cpu_rows
 from traceq.analyses.idle import launches_by_device, with_neighbours
 from traceq.analyses.launch_link import launch_link
 from traceq.analyses.steps import devices
 
-from ..builders import api, kernel, launch, memcpy, step, table
+from ..builders import PID, TID, api, kernel, launch, memcpy, step, table
 
 
 def _launches(events: pl.DataFrame) -> list[tuple[int, str, int, int | None]]:
@@ -140,3 +141,55 @@ def test_each_intervals_neighbours_are_the_activity_starting_at_its_end_and_endi
     want = pl.DataFrame(_neighbours_by_definition(intervals, activity), schema=got.schema, orient="row")
     assert got.columns[-1] == "kind"
     assert_frame_equal(got, want)
+
+
+def test_the_host_issues_a_kernel_from_the_start_of_the_range_around_its_launch_not_of_a_child_done_before() -> None:
+    """NVTX-style ranges (no External id): a launch at 300 inside ``forward`` [100, 400), whose child
+    ``layer1`` [120, 200) ended before it.  E is ``forward``, the latest-starting range that contains
+    the launch (``layer1`` started later but does not): the host was issuing kernel 2 from 100, so
+    the gap [100, 320) is all launch.  Planned, with a launch latency of 5 ns (both kernels start
+    5 ns after their launch returns): launch 10 (the leading [0, 10), issuing kernel 1, which no
+    range encloses) + 220; cpu 500 (after the last kernel, in the step)."""
+    rows = [
+        step(0, 1000),
+        launch(0, 5, 1),
+        kernel(10, 100, corr=1),
+        step(100, 400, name="forward"),
+        step(120, 200, name="layer1"),
+        launch(300, 315, 2),
+        kernel(320, 500, corr=2),
+    ]
+    (measured,) = analyze(table(*rows)).steps
+    assert measured.idle_ns == 10 + 220 + 500
+    assert {c: ns for c, ns in measured.idle_by_cause_ns.items() if ns} == {"launch": 230, "cpu": 500}
+
+
+def test_the_op_kineto_links_to_a_launch_by_its_external_id_is_where_the_host_issues_the_kernel() -> None:
+    """Kineto names the op that launched a kernel (``External id``): ``aten::linear`` [100, 400),
+    id 7, though ``aten::addmm`` [200, 390) starts later and contains the launch too.  The host
+    issued kernel 2 from 100 (launch 220 ns of the gap [100, 320), none of it cpu); an op whose id
+    no launch carries changes nothing."""
+
+    def op(start_ns: int, end_ns: int, name: str, external_id: int) -> dict[str, Any]:
+        return {
+            "kind": "cpu_op",
+            "start_ns": start_ns,
+            "end_ns": end_ns,
+            "name": name,
+            "pid": PID,
+            "tid": TID,
+            "external_id": external_id,
+        }
+
+    rows = [
+        step(0, 1000),
+        launch(0, 5, 1),
+        kernel(10, 100, corr=1),
+        op(50, 60, "aten::zeros", 6),
+        op(100, 400, "aten::linear", 7),
+        op(200, 390, "aten::addmm", 8),
+        {**launch(300, 315, 2), "external_id": 7},
+        kernel(320, 500, corr=2),
+    ]
+    (measured,) = analyze(table(*rows)).steps
+    assert {c: ns for c, ns in measured.idle_by_cause_ns.items() if ns} == {"launch": 10 + 220, "cpu": 500}

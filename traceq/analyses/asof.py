@@ -13,6 +13,9 @@ row position, a binary search beats any join: :func:`group_numbers` numbers the 
 key order, a (group, time) key packs into one int64 (``group × width + t − t_min``, ``width`` the
 span of the times, so that groups never mix), and :func:`latest_at_or_before` finds in those keys
 the row a backward as-of join matches (:mod:`traceq.analyses.nesting` searches the same way).
+:func:`latest_containing` goes one step further: the latest-starting interval of a group that
+contains another interval, which is not always the latest one to start (an interval that started
+later may have ended already), found from that row in a tree of maxima of the ends.
 """
 
 from __future__ import annotations
@@ -215,6 +218,111 @@ def packed_latest(right_group: Array, right_t: Array, left_group: Array, left_t:
     return np.where(hit, place, -1)
 
 
+def latest_containing(left: pl.DataFrame, right: pl.DataFrame, *, by: Sequence[str]) -> Array:
+    """Per row of ``left``, the position in ``right`` of the latest-starting row of its ``by`` group
+    whose interval contains the left row's (``right.start_ns <= left.start_ns`` and
+    ``left.end_ns <= right.end_ns``; of equal starts, the last in ``right``'s order), −1 where none
+    does.  ``start_ns`` and ``end_ns``: columns of both frames; a row with a null in them or in a
+    ``by`` column contains, and is contained in, nothing.
+
+    The latest row to start at or before the left start (:func:`packed_latest`) answers where it
+    ends late enough; else the answer is the last row before it, in the order of (group, start),
+    whose end reaches the left end (:func:`last_at_least`), if that row is of the same group."""
+    answer = np.full(left.height, -1, np.int64)
+    if left.is_empty() or right.is_empty():
+        return answer
+    keyed = [frame.with_row_index("_position").drop_nulls([*by, "start_ns", "end_ns"]) for frame in (left, right)]
+    (lhs, rhs), keys, _ = integer_groups(keyed, by)
+    if lhs.is_empty() or rhs.is_empty():
+        return answer
+    groups = group_numbers(rhs, lhs, keys)
+    if groups is None:  # (a key that is no integer: every pair of a group compared)
+        return _latest_containing_joined(lhs, rhs, keys, answer)
+    right_group, left_group = groups
+    start, end = int64_of(rhs, "start_ns"), int64_of(rhs, "end_ns")
+    order = np.lexsort((start, right_group))  # (stable: of equal starts, right's order)
+    right_group, start, end = right_group[order], start[order], end[order]
+    at = packed_latest(right_group, start, left_group, int64_of(lhs, "start_ns"))
+    if at is None:  # (times too far apart to pack with the groups: each group searched alone)
+        at = _latest_per_group(right_group, start, left_group, int64_of(lhs, "start_ns"))
+    found = last_at_least(end, at, int64_of(lhs, "end_ns"))
+    same = (found >= 0) & (right_group[np.maximum(found, 0)] == left_group)
+    positions = rhs.get_column("_position").cast(pl.Int64).to_numpy()
+    answer[lhs.get_column("_position").to_numpy()] = np.where(same, positions[order[np.maximum(found, 0)]], -1)
+    return answer
+
+
+def _latest_containing_joined(lhs: pl.DataFrame, rhs: pl.DataFrame, keys: Sequence[str], answer: Array) -> Array:
+    """:func:`latest_containing` by a join of every left row with every right row of its group."""
+    right = rhs.select(
+        *keys, pl.col("_position").alias("_at"), pl.col("start_ns").alias("_s"), pl.col("end_ns").alias("_e")
+    )
+    pairs = lhs.select(*keys, "_position", "start_ns", "end_ns").join(right, on=list(keys), how="inner")
+    inside = pairs.filter((pl.col("_s") <= pl.col("start_ns")) & (pl.col("end_ns") <= pl.col("_e")))
+    best = inside.sort("_s", "_at").group_by("_position").agg(pl.col("_at").last())
+    answer[best.get_column("_position").to_numpy()] = best.get_column("_at").to_numpy()
+    return answer
+
+
+def _latest_per_group(right_group: Array, right_t: Array, left_group: Array, left_t: Array) -> Array:
+    """:func:`packed_latest` of right entries sorted by (group, time), one group at a time."""
+    at = np.full(len(left_t), -1, np.int64)
+    bounds = np.searchsorted(right_group, np.arange(int(right_group[-1]) + 2))
+    for group in np.unique(left_group[left_group >= 0]):
+        lo, hi = int(bounds[group]), int(bounds[group + 1])
+        asked = np.flatnonzero(left_group == group)
+        found = np.searchsorted(right_t[lo:hi], left_t[asked], "right") - 1
+        at[asked] = np.where(found >= 0, lo + found, -1)
+    return at
+
+
+def last_at_least(values: Array, at: Array, least: Array) -> Array:
+    """Per query ``k``, the largest position ``i <= at[k]`` with ``values[i] >= least[k]``, −1 where
+    there is none (or ``at[k]`` is −1).
+
+    A query the value at ``at[k]`` answers costs one comparison; the others walk a tree of the
+    values' maxima, all at once: up from their leaf until a left sibling holds a large enough value
+    (every position between it and the leaf is then too small), down that sibling's rightmost
+    large enough branch.  Two passes of the tree's height, each a few NumPy operations over the
+    queries still walking."""
+    answer = np.full(len(at), -1, np.int64)
+    if not len(values) or not len(at):
+        return answer
+    start = np.maximum(at, 0)
+    direct = (at >= 0) & (values[start] >= least)
+    answer[direct] = at[direct]
+    walking = np.flatnonzero((at >= 0) & ~direct)
+    if not walking.size:
+        return answer
+    size = 1 << max(len(values) - 1, 1).bit_length()
+    tree = np.full(2 * size, np.iinfo(np.int64).min, np.int64)  # (leaves past the values reach nothing)
+    tree[size : size + len(values)] = values
+    width = size
+    while width > 1:
+        width //= 2
+        tree[width : 2 * width] = np.maximum(tree[2 * width : 4 * width : 2], tree[2 * width + 1 : 4 * width : 2])
+    node = start[walking] + size
+    need = least[walking]
+    reached = np.zeros(walking.size, np.int64)  # (the subtree root that holds the answer; 0: none)
+    climbing = np.arange(walking.size)
+    while climbing.size:
+        here = node[climbing]
+        hit = ((here & 1) == 1) & (tree[here - 1] >= need[climbing])
+        reached[climbing[hit]] = here[hit] - 1
+        climbing = climbing[~hit]
+        node[climbing] >>= 1
+        climbing = climbing[node[climbing] > 1]  # (at the root: nothing to the left of the leaf)
+    descending = np.flatnonzero(reached)
+    node, need = reached[descending], need[descending]
+    inner = np.flatnonzero(node < size)
+    while inner.size:  # (the right child where it reaches: the largest position; else the left, which does)
+        right = 2 * node[inner] + 1
+        node[inner] = np.where(tree[right] >= need[inner], right, right - 1)
+        inner = inner[node[inner] < size]
+    answer[walking[descending]] = node - size
+    return answer
+
+
 __all__ = [
     "PACKED_LIMIT",
     "group_numbers",
@@ -222,6 +330,8 @@ __all__ = [
     "integer_groups",
     "join_asof_by",
     "join_by",
+    "last_at_least",
     "latest_at_or_before",
+    "latest_containing",
     "packed_latest",
 ]

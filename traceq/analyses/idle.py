@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from traceq import intervals as iv
-from traceq.analyses.asof import join_asof_by, latest_at_or_before
+from traceq.analyses.asof import join_asof_by, latest_at_or_before, latest_containing
 from traceq.analyses.column_arrays import column_array
 from traceq.analyses.launch_link import NONE, LaunchLink, as_index, gathered, rows_where
 from traceq.analyses.steps import only_dev
@@ -198,43 +198,34 @@ def launch_latency_ns(frame: pl.DataFrame, activity: pl.DataFrame) -> dict[int, 
 
 def with_enclosing_ops(frame: pl.DataFrame, cpu: pl.DataFrame, step_names: pl.Series) -> pl.DataFrame:
     """``frame`` plus ``op_start_ns``: the start of the innermost CPU op or range on T enclosing L
-    (null without L; L's own start where nothing encloses it)."""
+    (null without L; L's own start where nothing encloses it).
+
+    The op Kineto links to L by ``External id`` where it contains L; else the latest-starting op or
+    non-step range on T that contains L (:func:`~traceq.analyses.asof.latest_containing`), which
+    need not be the latest to start before L: an op that started later may have ended already (a
+    child op done before its parent launched)."""
     ops = cpu.filter(pl.col("kind").is_in(("cpu_op", "range")) & ~pl.col("name").is_in(step_names.implode()))
+    # (only the ids of the intervals' launches: a trace's ops are millions, its idle intervals few)
+    asked = frame.get_column("launch_external_id").drop_nulls().unique()
     by_id = (
-        ops.filter(pl.col("external_id").is_not_null())
+        ops.filter(pl.col("external_id").is_in(asked.implode()))
         .select("source", "pid", pl.col("external_id").alias("launch_external_id"), "start_ns", "end_ns")
         .sort("start_ns", descending=True)
         .unique(subset=["source", "pid", "launch_external_id"], keep="first")
         .rename({"start_ns": "_xs", "end_ns": "_xe"})
     )
-    near = ops.select(
-        "source", "pid", pl.col("tid").alias("thread"), pl.col("start_ns").alias("_as"), pl.col("end_ns").alias("_ae")
-    ).sort("_as")
-    with_l = frame.with_row_index("_order")
-    linked = with_l.join(by_id, on=["source", "pid", "launch_external_id"], how="left", nulls_equal=False)
-    keyed = linked.filter(pl.col("launch_start_ns").is_not_null()).sort("launch_start_ns")
-    found = join_asof_by(
-        keyed,
-        near,
-        left_on="launch_start_ns",
-        right_on="_as",
-        by=["source", "pid", "thread"],
-        strategy="backward",
-        check_sortedness=False,
-    ).select("_order", "_as", "_ae")
-    out = linked.join(found, on="_order", how="left")
-
-    def contains(start: str, end: str) -> pl.Expr:
-        return (pl.col(start) <= pl.col("launch_start_ns")) & (pl.col(end) >= pl.col("launch_end_ns"))
-
-    start = (
-        pl.when(contains("_xs", "_xe"))
-        .then(pl.col("_xs"))
-        .when(contains("_as", "_ae"))
-        .then(pl.col("_as"))
-        .otherwise(pl.col("launch_start_ns"))
+    linked = frame.join(
+        by_id, on=["source", "pid", "launch_external_id"], how="left", nulls_equal=False, maintain_order="left"
     )
-    return out.with_columns(start.alias("op_start_ns")).sort("_order").drop("_order", "_xs", "_xe", "_as", "_ae")
+    near = ops.select("source", "pid", pl.col("tid").alias("thread"), "start_ns", "end_ns")
+    calls = linked.select(
+        "source", "pid", "thread", pl.col("launch_start_ns").alias("start_ns"), pl.col("launch_end_ns").alias("end_ns")
+    )
+    around = as_index(latest_containing(calls, near, by=("source", "pid", "thread")))
+    linked_contains = (pl.col("_xs") <= pl.col("launch_start_ns")) & (pl.col("_xe") >= pl.col("launch_end_ns"))
+    start = pl.when(linked_contains).then(pl.col("_xs")).otherwise(pl.coalesce("_as", "launch_start_ns"))
+    with_around = linked.with_columns(near.get_column("start_ns").gather(around).alias("_as"))
+    return with_around.with_columns(start.alias("op_start_ns")).drop("_xs", "_xe", "_as")
 
 
 def with_draining_syncs(frame: pl.DataFrame, syncs: pl.DataFrame, launches_by_dev: pl.DataFrame) -> pl.DataFrame:
