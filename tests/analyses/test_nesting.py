@@ -145,6 +145,20 @@ def test_on_any_ranges_both_paths_give_one_answer_and_it_contains_the_point(
             assert by_range[found]["start_ns"] <= point["_t"] < by_range[found]["end_ns"]
 
 
+@SETTINGS
+@given(any_case())
+def test_points_the_depth_rule_cannot_answer_get_the_latest_starting_range_that_contains_them(
+    case: tuple[pl.DataFrame, pl.DataFrame],
+) -> None:
+    """What answers the points of threads whose ranges do not nest, asked of every point: the
+    definition's range, and no row for a point inside none."""
+    ranges, points = case
+    found = nesting._latest_containing(ranges, points, BY)
+    assert found.get_column("_range").dtype == pl.UInt32
+    want = {p: r for p, r in _latest_starting_containing(ranges, points).items() if r is not None}
+    assert dict(found.select("_point", "_range").iter_rows()) == want
+
+
 def test_times_too_wide_to_pack_take_the_join_path_with_the_same_answer() -> None:
     base = 1 << 62
     ranges = _ranges([("r0.json", 1, 1, 0, base), ("r0.json", 1, 1, 5, 9), ("r0.json", 1, 2, base - 9, base)])

@@ -45,6 +45,7 @@ from traceq.analyses.asof import (
     int64_of,
     integer_groups,
     join_asof_by,
+    latest_containing,
     one_group,
     packed_latest,
 )
@@ -293,13 +294,18 @@ class _DepthRule:
 
 
 def _latest_containing(ranges: pl.DataFrame, points: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
-    """The latest-starting range of each point's group that contains it (the points the depth rule
-    could not answer: improperly nested ranges; few)."""
-    right = ranges.select(*by, _IDX, "start_ns", "end_ns")
-    joined = points.join(right, on=list(by), how="inner") if by else points.join(right, how="cross")
-    inside = joined.filter((pl.col("start_ns") <= pl.col("_t")) & (pl.col("_t") < pl.col("end_ns")))
-    best = inside.sort("start_ns", _IDX).group_by("_point").agg(pl.col(_IDX).last())
-    return best.select("_point", pl.col(_IDX).cast(pl.UInt32))
+    """The latest-starting range of each point's group that contains it, of equal starts the last in
+    ``_range`` order (the innermost): the points the depth rule could not answer, on threads whose
+    ranges do not nest.  A point ``t`` is the interval ``[t, t + 1)``
+    (:func:`~traceq.analyses.asof.latest_containing`), so that however many points fail, no point
+    is paired with every range of its thread.  Points inside no range are left out."""
+    right = ranges.sort(_IDX).select(*by, _IDX, "start_ns", "end_ns")
+    left = points.select(*by, "_point", pl.col("_t").alias("start_ns"), (pl.col("_t") + 1).alias("end_ns"))
+    at = latest_containing(left, right, by=by)
+    found = pl.Series(at >= 0)
+    return pl.DataFrame(
+        [left.get_column("_point").filter(found), right.get_column(_IDX).gather(pl.Series(at).filter(found))]
+    ).with_columns(pl.col(_IDX).cast(pl.UInt32))
 
 
 def paths(ranges: pl.DataFrame, by: Sequence[str], label: str, sep: str = "/") -> pl.DataFrame:
