@@ -64,6 +64,10 @@ COMPILE_WORK_PATTERN: Final = (
 CPU_KINDS: Final = ("cuda_api", "range", "cpu_op", "python", "other")
 """Event kinds that record a CPU thread doing something (instants have no duration)."""
 
+CPU_ROW: Final = pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null()
+"""The rows :func:`cpu_rows` keeps: a CPU kind on a known thread (the launch link numbers the
+calls by their place among them)."""
+
 ThreadKey = tuple[str, int | None, int | None]
 """(source, pid, tid)."""
 
@@ -112,7 +116,7 @@ def cpu_rows(events: pl.DataFrame) -> pl.DataFrame:
     costs seven times one from a single chunk (ten million rows: 0.44 s against 0.06 s).  A column
     with one value in every row of the table (its source, its one pid, an nsys export's null
     external ids) is a literal column instead, never copied."""
-    keep = events.select((pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null()).fill_null(False)).to_series()
+    keep = events.select(CPU_ROW.fill_null(False)).to_series()
     columns = ("source", "pid", "tid", "kind", "name", "start_ns", "end_ns", "external_id", "correlation")
     # A column that holds one value in every row of the table (its one source, as every part of a
     # job has; one process's pid; an nsys export's external_id, null throughout) is a literal

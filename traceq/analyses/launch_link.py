@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from traceq import schema
-from traceq.analyses.host_state import CPU_KINDS, cpu_rows
+from traceq.analyses.host_state import CPU_ROW, cpu_rows
 from traceq.analyses.memo import per_frame
 from traceq.analyses.steps import ON_GPU
 
@@ -210,10 +210,10 @@ def _read_by(columns: tuple[str | pl.Expr, ...]) -> list[str]:
     return list(dict.fromkeys(n for c in columns for n in ([c] if isinstance(c, str) else c.meta.root_names())))
 
 
-_IN_CPU: Final = pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null()
 _IS_API: Final = pl.col("kind") == "cuda_api"
 _IS_ACTIVITY: Final = pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS)
-_KEYED: Final = (_IS_API | _IS_ACTIVITY) & pl.col("pid").is_not_null() & pl.col("correlation").is_not_null()
+KEYED: Final = (_IS_API | _IS_ACTIVITY) & pl.col("pid").is_not_null() & pl.col("correlation").is_not_null()
+"""The rows that have a launch key (a runtime call or GPU activity with a pid and a correlation id)."""
 
 
 @per_frame
@@ -231,7 +231,7 @@ def _one_process_link(events: pl.DataFrame) -> LaunchLink | None:
     source = pl.col("source").to_physical()
     span = (
         events.lazy()
-        .filter(_KEYED)
+        .filter(KEYED)
         .select(
             pl.len().alias("n"),
             ((source.min() == source.max()) & (source.null_count() == 0)).alias("one_source"),
@@ -252,10 +252,10 @@ def _one_process_link(events: pl.DataFrame) -> LaunchLink | None:
     # query of four plans (polars shares their common part): no flag of ten million rows leaves
     # polars to be combined by NumPy, which took twice the time in masks and their copies.
     rows = events.lazy().select(
-        pl.when(_KEYED).then(pl.col("correlation") - low).otherwise(NONE).cast(kind).alias("slot"),
+        pl.when(KEYED).then(pl.col("correlation") - low).otherwise(NONE).cast(kind).alias("slot"),
         _IS_API.fill_null(False).alias("api"),
         _IS_ACTIVITY.fill_null(False).alias("activity"),
-        _IN_CPU.fill_null(False).alias("cpu"),
+        CPU_ROW.fill_null(False).alias("cpu"),
     )
     keyed = pl.col("slot") >= 0
     slot, of_calls, of_activity, cpu_slot = (
@@ -314,12 +314,12 @@ def _first_calls(call_slots: Slots, calls: Index, n_slots: int, start: Index | N
 
 def _call_starts(events: pl.DataFrame) -> Index:
     """The starts of the calling rows (keyed calls that cpu_rows holds), in table order."""
-    return events.lazy().filter(_IN_CPU & _IS_API & _KEYED).select("start_ns").collect().to_series().to_numpy()
+    return events.lazy().filter(CPU_ROW & _IS_API & KEYED).select("start_ns").collect().to_series().to_numpy()
 
 
 def _link(events: pl.DataFrame) -> LaunchLink:
     """The link of any table: its keyed rows copied out, slots by offset per (source, pid) or by sort."""
-    in_cpu, is_api = _IN_CPU, _IS_API
+    in_cpu, is_api = CPU_ROW, _IS_API
     # One pass: the keyed rows (calls and GPU activity with a pid and an id), with their place in
     # the table and, for those cpu_rows holds, in cpu_rows.
     keys = (
@@ -327,7 +327,7 @@ def _link(events: pl.DataFrame) -> LaunchLink:
         .with_row_index("row")
         .with_columns(in_cpu.alias("_cpu"))
         .with_columns((pl.col("_cpu").cast(pl.Int64).cum_sum() - 1).alias("_cpu_pos"))
-        .filter(_KEYED)
+        .filter(KEYED)
         .select(
             "row",
             pl.col("source").to_physical().cast(pl.Int64),
@@ -409,6 +409,7 @@ def _slots(source: Index, pid: Index, correlation: Index) -> tuple[Index, int]:
 
 
 __all__ = [
+    "KEYED",
     "LAUNCHING_CALL_COLUMNS",
     "NONE",
     "ON_DEVICE",

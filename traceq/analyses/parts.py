@@ -47,7 +47,7 @@ from traceq.analyses.completeness import CoverageRow, coverage_rows
 from traceq.analyses.deferred import Deferred
 from traceq.analyses.findings import JOB_RULES, RANKED_RULES, rank_findings
 from traceq.analyses.findings_base import DeviceTotals, Ranking, WorstDevice, build_context, classified_kernels, ranking
-from traceq.analyses.host_state import CPU_KINDS
+from traceq.analyses.host_state import CPU_ROW
 from traceq.analyses.job_model import JobAnalysis
 from traceq.analyses.model import Analysis, DeviceBreakdown, Finding, Mfu, PhaseBreakdown, StepBreakdown
 from traceq.analyses.operator_table import top_operators
@@ -432,11 +432,7 @@ def detail_part(events: pl.DataFrame, request: DetailRequest, options: Options) 
         )
         # The GPU activity, and the CPU rows of the same processes (the excerpt's launching threads).
         activity = events.filter(
-            near
-            & (
-                (pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & on_keys)
-                | (pl.col("kind").is_in(CPU_KINDS) & pl.col("tid").is_not_null() & on_processes)
-            )
+            near & ((pl.col("kind").is_in(schema.GPU_ACTIVITY_KINDS) & on_keys) | (CPU_ROW & on_processes))
         )
         gaps = analysis.gap_table.filter(on_keys & near)
     return PartDetail(covered_ns=covered, findings=tuple(findings), activity=activity, gaps=gaps)

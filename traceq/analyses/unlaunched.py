@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceq import schema
-from traceq.analyses.launch_link import gathered, launch_link, rows_where
+from traceq.analyses.launch_link import KEYED, gathered, launch_link, rows_where
 
 
 def unlaunched_activity(events: pl.DataFrame) -> pl.DataFrame:
@@ -29,8 +29,7 @@ def unlaunched_activity(events: pl.DataFrame) -> pl.DataFrame:
     if not (link.has_activity & ~link.has_call).any():
         # Every key of activity has a call (a trace recorded whole): only the activity without a
         # key is unlaunched, found in one pass with nothing copied out but its rows.
-        unkeyed = is_activity & (pl.col("pid").is_null() | pl.col("correlation").is_null())
-        return events.lazy().filter(unkeyed).select(columns).collect()
+        return events.lazy().filter(is_activity & ~KEYED).select(columns).collect()
     rows = rows_where(events, is_activity)
     return gathered(events, rows[~link.launched(rows)], *columns)
 
